@@ -1,0 +1,288 @@
+//! Acyclic dataflow graphs (one per scope) and the program that owns them.
+
+use super::data::DataDesc;
+use super::node::{Memlet, Node, NodeId, NodeKind};
+use super::tensor::Tensor;
+use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
+use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+use petgraph::Direction;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One scope's dataflow graph. Backed by a petgraph `StableDiGraph` so indices of untouched
+/// nodes survive removals; program-wide identity is the [`NodeId`] stored in each node.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    pub g: StableDiGraph<Node, Memlet>,
+}
+
+impl PartialEq for Graph {
+    /// Structural equality: same nodes (by id) with the same edges, whatever the indices.
+    fn eq(&self, other: &Self) -> bool {
+        let key = |gr: &Graph| {
+            let mut nodes: Vec<_> = gr.g.node_weights().map(|n| (n.id, n.clone())).collect();
+            nodes.sort_by_key(|(id, _)| *id);
+            let mut edges: Vec<String> = gr
+                .g
+                .edge_references()
+                .map(|e| format!("{:?}->{:?}:{:?}", gr.g[e.source()].id, gr.g[e.target()].id, e.weight()))
+                .collect();
+            edges.sort();
+            (nodes, edges)
+        };
+        key(self) == key(other)
+    }
+}
+
+/// An edge seen from one of its endpoints.
+#[derive(Clone, Debug)]
+pub struct EdgeView<'a> {
+    pub id: EdgeIndex,
+    pub other: NodeIndex,
+    pub memlet: &'a Memlet,
+}
+
+impl Graph {
+    pub fn add_node(&mut self, node: Node) -> NodeIndex {
+        self.g.add_node(node)
+    }
+
+    pub fn add_edge(&mut self, from: NodeIndex, to: NodeIndex, memlet: Memlet) -> EdgeIndex {
+        self.g.add_edge(from, to, memlet)
+    }
+
+    pub fn node(&self, idx: NodeIndex) -> &Node {
+        &self.g[idx]
+    }
+
+    pub fn node_mut(&mut self, idx: NodeIndex) -> &mut Node {
+        &mut self.g[idx]
+    }
+
+    /// Index of the node with this id in *this* graph (not in nested scopes).
+    pub fn index_of(&self, id: NodeId) -> Option<NodeIndex> {
+        self.g.node_indices().find(|&i| self.g[i].id == id)
+    }
+
+    pub fn in_edges(&self, idx: NodeIndex) -> Vec<EdgeView<'_>> {
+        self.edges(idx, Direction::Incoming)
+    }
+
+    pub fn out_edges(&self, idx: NodeIndex) -> Vec<EdgeView<'_>> {
+        self.edges(idx, Direction::Outgoing)
+    }
+
+    fn edges(&self, idx: NodeIndex, dir: Direction) -> Vec<EdgeView<'_>> {
+        let mut v: Vec<EdgeView> = self
+            .g
+            .edges_directed(idx, dir)
+            .map(|e| EdgeView {
+                id: e.id(),
+                other: if dir == Direction::Incoming {
+                    e.source()
+                } else {
+                    e.target()
+                },
+                memlet: e.weight(),
+            })
+            .collect();
+        // Deterministic order: by connector, then container, then the other node's id.
+        v.sort_by(|a, b| {
+            let conn = |e: &EdgeView| {
+                if dir == Direction::Incoming {
+                    e.memlet.dst_conn.clone()
+                } else {
+                    e.memlet.src_conn.clone()
+                }
+            };
+            (conn(a), &a.memlet.data, self.g[a.other].id).cmp(&(
+                conn(b),
+                &b.memlet.data,
+                self.g[b.other].id,
+            ))
+        });
+        v
+    }
+
+    /// Nodes in a deterministic topological order (among ready nodes, the smallest id first),
+    /// or the ids of the nodes on a cycle.
+    pub fn topo_order(&self) -> Result<Vec<NodeIndex>, Vec<NodeId>> {
+        let mut indegree: BTreeMap<NodeIndex, usize> = self
+            .g
+            .node_indices()
+            .map(|i| (i, self.g.edges_directed(i, Direction::Incoming).count()))
+            .collect();
+        let mut ready: BTreeSet<(NodeId, NodeIndex)> = indegree
+            .iter()
+            .filter(|(_, d)| **d == 0)
+            .map(|(i, _)| (self.g[*i].id, *i))
+            .collect();
+        let mut order = Vec::with_capacity(indegree.len());
+        while let Some(first) = ready.pop_first() {
+            order.push(first.1);
+            for e in self.g.edges_directed(first.1, Direction::Outgoing) {
+                let d = indegree.get_mut(&e.target()).expect("edge target is a node");
+                *d -= 1;
+                if *d == 0 {
+                    ready.insert((self.g[e.target()].id, e.target()));
+                }
+            }
+        }
+        if order.len() == indegree.len() {
+            Ok(order)
+        } else {
+            let done: BTreeSet<_> = order.into_iter().collect();
+            let mut stuck: Vec<NodeId> = self
+                .g
+                .node_indices()
+                .filter(|i| !done.contains(i))
+                .map(|i| self.g[i].id)
+                .collect();
+            stuck.sort();
+            Err(stuck)
+        }
+    }
+
+    /// Topological order, with a cycle reported as the first node on it (callers that ran
+    /// `validate` know there is none).
+    pub fn ordered(&self) -> Vec<NodeIndex> {
+        self.topo_order().unwrap_or_else(|_| {
+            let mut v: Vec<_> = self.g.node_indices().collect();
+            v.sort_by_key(|i| self.g[*i].id);
+            v
+        })
+    }
+
+    /// Visits every node in this graph and all nested scopes, outer nodes first.
+    pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Node)) {
+        for idx in self.ordered() {
+            let node = &self.g[idx];
+            f(node);
+            if let NodeKind::Map(m) = &node.kind {
+                m.body.walk(f);
+            }
+        }
+    }
+
+    /// The graph (this one or a nested scope) that directly contains `id`, with its index.
+    pub fn locate(&self, id: NodeId) -> Option<(&Graph, NodeIndex)> {
+        if let Some(i) = self.index_of(id) {
+            return Some((self, i));
+        }
+        self.g.node_weights().find_map(|n| match &n.kind {
+            NodeKind::Map(m) => m.body.locate(id),
+            _ => None,
+        })
+    }
+
+    /// Mutable access to the graph that directly contains `id`.
+    pub fn locate_mut(&mut self, id: NodeId) -> Option<(&mut Graph, NodeIndex)> {
+        if let Some(i) = self.index_of(id) {
+            return Some((self, i));
+        }
+        let holder = self.g.node_indices().find(|&i| match &self.g[i].kind {
+            NodeKind::Map(m) => m.body.locate(id).is_some(),
+            _ => false,
+        })?;
+        match &mut self.g[holder].kind {
+            NodeKind::Map(m) => m.body.locate_mut(id),
+            _ => None,
+        }
+    }
+
+    /// Largest id used in this graph or nested scopes.
+    pub fn max_id(&self) -> Option<NodeId> {
+        let mut best = None;
+        self.walk(&mut |n| best = best.max(Some(n.id)));
+        best
+    }
+
+    /// Data containers accessed anywhere in this scope (including nested scopes).
+    pub fn data_used(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        self.walk(&mut |n| {
+            if let NodeKind::Access(d) = &n.kind {
+                out.insert(d.clone());
+            }
+        });
+        for e in self.g.edge_weights() {
+            out.insert(e.data.clone());
+        }
+        out
+    }
+}
+
+/// A whole program: data descriptors, constant values and the top-level dataflow graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub name: String,
+    /// Named integers that may appear in shapes and ranges, with a value once bound.
+    pub symbols: BTreeMap<String, Option<i64>>,
+    pub data: BTreeMap<String, DataDesc>,
+    pub constants: BTreeMap<String, Tensor>,
+    /// Caller-visible inputs and outputs, in signature order.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub graph: Graph,
+    next_id: u32,
+}
+
+impl Program {
+    pub fn new(name: impl Into<String>) -> Self {
+        Program {
+            name: name.into(),
+            symbols: BTreeMap::new(),
+            data: BTreeMap::new(),
+            constants: BTreeMap::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            graph: Graph::default(),
+            next_id: 0,
+        }
+    }
+
+    /// A fresh node id, never used before in this program.
+    pub fn fresh_id(&mut self) -> NodeId {
+        let id = NodeId(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    /// Makes sure future fresh ids do not collide with ids already in the graph (after parsing).
+    pub fn reserve_ids(&mut self) {
+        if let Some(NodeId(max)) = self.graph.max_id() {
+            self.next_id = self.next_id.max(max + 1);
+        }
+    }
+
+    pub fn next_id(&self) -> u32 {
+        self.next_id
+    }
+
+    /// The declarations and the id counter, borrowed together for builders.
+    pub(crate) fn parts_mut(&mut self) -> (&mut BTreeMap<String, DataDesc>, &mut u32) {
+        (&mut self.data, &mut self.next_id)
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.graph.locate(id).map(|(g, i)| g.node(i))
+    }
+
+    /// A data name not yet declared, derived from `base`.
+    pub fn fresh_data_name(&self, base: &str) -> String {
+        if !self.data.contains_key(base) {
+            return base.to_string();
+        }
+        (1..)
+            .map(|k| format!("{base}_{k}"))
+            .find(|n| !self.data.contains_key(n))
+            .expect("unbounded names")
+    }
+
+    /// Binds a symbol everywhere: shapes and ranges keep the symbol, its value is recorded.
+    pub fn symbol_values(&self) -> crate::ir::sym::SymEnv {
+        self.symbols
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| (k.clone(), v)))
+            .collect()
+    }
+}

@@ -1,0 +1,24 @@
+//! The data-centric IR: data descriptors, dataflow graphs of access / library / map / tasklet
+//! nodes connected by memlets, symbolic integer expressions and the invariants that hold them
+//! together.
+//!
+//! Architecture invariant: this module knows nothing about ONNX, operators' semantics, C or
+//! transformations. Everything else builds on it.
+
+pub mod build;
+pub mod data;
+pub mod graph;
+pub mod node;
+pub mod subset;
+pub mod sym;
+pub mod tensor;
+pub mod texpr;
+pub mod validate;
+
+pub use data::{DType, DataDesc, DataKind, Storage};
+pub use graph::{Graph, Program};
+pub use node::{Attr, LibraryNode, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Tasklet, Wcr};
+pub use subset::{Dim, Range, Subset};
+pub use sym::{SymEnv, SymError, SymExpr};
+pub use tensor::{Buffer, Tensor};
+pub use texpr::{BinOp, TExpr, UnOp};

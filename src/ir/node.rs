@@ -1,0 +1,250 @@
+//! Nodes and memlets of the dataflow graph.
+
+use super::graph::Graph;
+use super::subset::{Range, Subset};
+use super::texpr::TExpr;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A node identity that is unique in its program and survives every edit that does not remove
+/// the node, so matches, handles and traces can refer to it across rewrites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct NodeId(pub u32);
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "n{}", self.0)
+    }
+}
+
+/// A node: its stable id, a human label (from the model or the transformation that made it) and
+/// what it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub id: NodeId,
+    pub label: String,
+    pub kind: NodeKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeKind {
+    /// A read or write of one data container, named by the payload.
+    Access(String),
+    Library(LibraryNode),
+    Map(MapNode),
+    Tasklet(Tasklet),
+}
+
+impl NodeKind {
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            NodeKind::Access(_) => "access",
+            NodeKind::Library(_) => "library",
+            NodeKind::Map(_) => "map",
+            NodeKind::Tasklet(_) => "tasklet",
+        }
+    }
+}
+
+/// An attribute value of a library node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Attr {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Ints(Vec<i64>),
+    Floats(Vec<f64>),
+}
+
+/// A high-level operator. Inputs arrive on connectors `in0`, `in1`, … and results leave on
+/// `out0`, `out1`, …; a missing optional input simply has no edge.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LibraryNode {
+    pub op: String,
+    pub attrs: BTreeMap<String, Attr>,
+}
+
+impl LibraryNode {
+    pub fn input_connector(i: usize) -> String {
+        format!("in{i}")
+    }
+
+    pub fn output_connector(i: usize) -> String {
+        format!("out{i}")
+    }
+
+    /// Parses `in3` / `out1` back to the position.
+    pub fn connector_index(conn: &str, prefix: &str) -> Option<usize> {
+        conn.strip_prefix(prefix)?.parse().ok()
+    }
+
+    pub fn int(&self, name: &str) -> Option<i64> {
+        match self.attrs.get(name) {
+            Some(Attr::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn float(&self, name: &str) -> Option<f64> {
+        match self.attrs.get(name) {
+            Some(Attr::Float(v)) => Some(*v),
+            Some(Attr::Int(v)) => Some(*v as f64),
+            _ => None,
+        }
+    }
+
+    pub fn ints(&self, name: &str) -> Option<&[i64]> {
+        match self.attrs.get(name) {
+            Some(Attr::Ints(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn str(&self, name: &str) -> Option<&str> {
+        match self.attrs.get(name) {
+            Some(Attr::Str(v)) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// How the iterations of a map are executed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Schedule {
+    Sequential,
+    /// Iterations of the outermost parameter run on parallel threads (OpenMP).
+    Parallel,
+    /// The innermost parameter runs as SIMD lanes.
+    Vector,
+    /// The loop body is replicated for every iteration.
+    Unrolled,
+}
+
+impl Schedule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Sequential => "sequential",
+            Schedule::Parallel => "parallel",
+            Schedule::Vector => "vector",
+            Schedule::Unrolled => "unrolled",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Schedule> {
+        [
+            Schedule::Sequential,
+            Schedule::Parallel,
+            Schedule::Vector,
+            Schedule::Unrolled,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+}
+
+/// One map parameter: `name` ranges over `range`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapParam {
+    pub name: String,
+    pub range: Range,
+}
+
+/// A parallel loop scope. Its body is a dataflow graph executed once per point of the iteration
+/// space; edges on the map node itself carry the union of what all iterations move.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapNode {
+    pub params: Vec<MapParam>,
+    pub schedule: Schedule,
+    pub body: Graph,
+}
+
+/// A scalar computation: each output connector is assigned an expression over the inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tasklet {
+    pub inputs: Vec<String>,
+    pub outputs: Vec<(String, TExpr)>,
+}
+
+/// How concurrent or repeated writes to the same element combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Wcr {
+    Sum,
+    Prod,
+    Max,
+    Min,
+}
+
+impl Wcr {
+    pub fn name(self) -> &'static str {
+        match self {
+            Wcr::Sum => "sum",
+            Wcr::Prod => "prod",
+            Wcr::Max => "max",
+            Wcr::Min => "min",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Wcr> {
+        [Wcr::Sum, Wcr::Prod, Wcr::Max, Wcr::Min]
+            .into_iter()
+            .find(|w| w.name() == name)
+    }
+
+    /// Combines the stored value with a newly written one.
+    pub fn combine(self, old: f32, new: f32) -> f32 {
+        match self {
+            Wcr::Sum => old + new,
+            Wcr::Prod => old * new,
+            Wcr::Max => old.max(new),
+            Wcr::Min => old.min(new),
+        }
+    }
+
+    /// The neutral element, used to initialise accumulators.
+    pub fn identity(self) -> f32 {
+        match self {
+            Wcr::Sum => 0.0,
+            Wcr::Prod => 1.0,
+            Wcr::Max => f32::NEG_INFINITY,
+            Wcr::Min => f32::INFINITY,
+        }
+    }
+}
+
+/// An edge: a movement of `subset` of container `data`, optionally combined on write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Memlet {
+    pub data: String,
+    pub subset: Subset,
+    pub wcr: Option<Wcr>,
+    pub src_conn: Option<String>,
+    pub dst_conn: Option<String>,
+}
+
+impl Memlet {
+    pub fn new(data: impl Into<String>, subset: Subset) -> Self {
+        Memlet {
+            data: data.into(),
+            subset,
+            wcr: None,
+            src_conn: None,
+            dst_conn: None,
+        }
+    }
+
+    pub fn with_wcr(mut self, wcr: Option<Wcr>) -> Self {
+        self.wcr = wcr;
+        self
+    }
+
+    pub fn from_conn(mut self, conn: impl Into<String>) -> Self {
+        self.src_conn = Some(conn.into());
+        self
+    }
+
+    pub fn to_conn(mut self, conn: impl Into<String>) -> Self {
+        self.dst_conn = Some(conn.into());
+        self
+    }
+}

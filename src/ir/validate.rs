@@ -1,0 +1,304 @@
+//! The IR invariants, checked after every rewrite. Each violation names the node or edge that
+//! breaks it; all violations are collected, not just the first.
+
+use super::graph::{Graph, Program};
+use super::node::{LibraryNode, MapParam, NodeId, NodeKind};
+use super::subset::{Dim, ParamBounds};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// Where a violation is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    Program,
+    Node(NodeId),
+    Edge { from: NodeId, to: NodeId, data: String },
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Program => f.write_str("program"),
+            Location::Node(id) => write!(f, "node {id}"),
+            Location::Edge { from, to, data } => write!(f, "edge {from} -> {to} ({data})"),
+        }
+    }
+}
+
+/// One broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct Violation {
+    pub at: Location,
+    pub message: String,
+}
+
+/// All invariant violations of a program, as one error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("the IR is invalid ({} problem(s)):\n{}", .0.len(), render(.0))]
+#[diagnostic(code(dmove::ir::invalid))]
+pub struct InvalidIr(pub Vec<Violation>);
+
+fn render(v: &[Violation]) -> String {
+    v.iter()
+        .map(|x| format!("  - {x}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Checks every invariant of the IR.
+pub fn validate(p: &Program) -> Result<(), InvalidIr> {
+    let mut v = Validator {
+        p,
+        out: Vec::new(),
+        seen: BTreeSet::new(),
+    };
+    v.program();
+    v.graph(&p.graph, &[]);
+    if v.out.is_empty() {
+        Ok(())
+    } else {
+        Err(InvalidIr(v.out))
+    }
+}
+
+struct Validator<'a> {
+    p: &'a Program,
+    out: Vec<Violation>,
+    seen: BTreeSet<NodeId>,
+}
+
+impl<'a> Validator<'a> {
+    fn fail(&mut self, at: Location, message: String) {
+        self.out.push(Violation { at, message });
+    }
+
+    fn program(&mut self) {
+        for name in self.p.inputs.iter().chain(&self.p.outputs) {
+            if !self.p.data.contains_key(name) {
+                self.fail(Location::Program, format!("signature names undeclared container `{name}`"));
+            }
+        }
+        for (name, desc) in &self.p.data {
+            if desc.kind == super::DataKind::Constant && !self.p.constants.contains_key(name) {
+                self.fail(Location::Program, format!("constant `{name}` has no value"));
+            }
+            for d in &desc.shape {
+                for s in d.free_symbols() {
+                    if !self.p.symbols.contains_key(&s) {
+                        self.fail(Location::Program, format!("shape of `{name}` uses undeclared symbol `{s}`"));
+                    }
+                }
+            }
+        }
+        for (name, t) in &self.p.constants {
+            match self.p.data.get(name).map(|d| d.static_shape()) {
+                None => self.fail(Location::Program, format!("constant value `{name}` has no descriptor")),
+                Some(Some(shape)) if shape != t.shape => self.fail(
+                    Location::Program,
+                    format!("constant `{name}` has shape {:?} but is declared {:?}", t.shape, shape),
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    /// Checks one scope; `scope` lists the parameters of the enclosing maps, outermost first.
+    fn graph(&mut self, g: &Graph, scope: &[&MapParam]) {
+        if let Err(cycle) = g.topo_order() {
+            let first = cycle[0];
+            self.fail(Location::Node(first), format!("dataflow cycle through nodes {cycle:?}"));
+        }
+        for idx in g.g.node_indices() {
+            let node = g.node(idx);
+            if !self.seen.insert(node.id) {
+                self.fail(Location::Node(node.id), "node id used twice".into());
+            }
+            let here = Location::Node(node.id);
+            match &node.kind {
+                NodeKind::Access(d) => {
+                    if !self.p.data.contains_key(d) {
+                        self.fail(here, format!("access to undeclared container `{d}`"));
+                    }
+                }
+                NodeKind::Library(_) => self.library(g, idx),
+                NodeKind::Tasklet(t) => self.tasklet(g, idx, t),
+                NodeKind::Map(m) => {
+                    let mut names = BTreeSet::new();
+                    for prm in &m.params {
+                        if !names.insert(&prm.name) || scope.iter().any(|s| s.name == prm.name) {
+                            self.fail(here.clone(), format!("map parameter `{}` declared twice", prm.name));
+                        }
+                        if self.p.symbols.contains_key(&prm.name) || self.p.data.contains_key(&prm.name) {
+                            self.fail(here.clone(), format!("map parameter `{}` shadows a program name", prm.name));
+                        }
+                    }
+                    let mut inner: Vec<&MapParam> = scope.to_vec();
+                    inner.extend(m.params.iter());
+                    self.map_boundary(g, idx);
+                    self.graph(&m.body, &inner);
+                }
+            }
+        }
+        for e in g.g.edge_indices() {
+            let (s, t) = g.g.edge_endpoints(e).expect("edge exists");
+            self.edge(g, s, t, &g.g[e], scope);
+        }
+    }
+
+    fn edge(
+        &mut self,
+        g: &Graph,
+        s: petgraph::stable_graph::NodeIndex,
+        t: petgraph::stable_graph::NodeIndex,
+        m: &super::node::Memlet,
+        scope: &[&MapParam],
+    ) {
+        let (src, dst) = (g.node(s), g.node(t));
+        let at = Location::Edge {
+            from: src.id,
+            to: dst.id,
+            data: m.data.clone(),
+        };
+        let access = |k: &NodeKind| match k {
+            NodeKind::Access(d) => Some(d.clone()),
+            _ => None,
+        };
+        let (from, to) = (access(&src.kind), access(&dst.kind));
+        if from.is_none() && to.is_none() {
+            self.fail(at.clone(), "an edge must start or end at an access node".into());
+        }
+        for d in [from, to].into_iter().flatten() {
+            if d != m.data {
+                self.fail(at.clone(), format!("memlet moves `{}` but the access node is `{d}`", m.data));
+            }
+        }
+        if m.wcr.is_some() && access(&dst.kind).is_none() {
+            self.fail(at.clone(), "write-conflict resolution on an edge that does not write a container".into());
+        }
+        let Some(desc) = self.p.data.get(&m.data) else {
+            self.fail(at, format!("memlet on undeclared container `{}`", m.data));
+            return;
+        };
+        if m.subset.rank() != desc.rank() {
+            self.fail(
+                at,
+                format!("subset {} has {} dimension(s) but `{}` has {}", m.subset, m.subset.rank(), m.data, desc.rank()),
+            );
+            return;
+        }
+        for sym in m.subset.free_symbols() {
+            if !scope.iter().any(|p| p.name == sym) && !self.p.symbols.contains_key(&sym) {
+                self.fail(at.clone(), format!("subset {} uses `{sym}`, which is not in scope", m.subset));
+                return;
+            }
+        }
+        self.bounds(at, m, desc, scope);
+    }
+
+    /// Evaluates the subset over the enclosing iteration space and checks it stays inside.
+    fn bounds(&mut self, at: Location, m: &super::node::Memlet, desc: &super::DataDesc, scope: &[&MapParam]) {
+        let env = self.p.symbol_values();
+        let bounds: Vec<ParamBounds> = scope
+            .iter()
+            .map(|p| ParamBounds { name: &p.name, range: &p.range })
+            .collect();
+        let hull = m.subset.propagate(&bounds, &desc.shape);
+        for (d, (dim, extent)) in hull.0.iter().zip(&desc.shape).enumerate() {
+            let (lo, hi) = match dim {
+                Dim::Index(e) => (e.clone(), e + 1),
+                Dim::Range(r) => (r.start.clone(), r.end.clone()),
+            };
+            if let (Ok(lo), Ok(hi), Ok(ext)) = (lo.eval(&env), hi.eval(&env), extent.eval(&env)) {
+                if lo < 0 || hi > ext {
+                    self.fail(
+                        at.clone(),
+                        format!("dimension {d} of {}{} reaches [{lo}, {hi}) outside 0..{ext}", m.data, m.subset),
+                    );
+                }
+            }
+        }
+    }
+
+    fn library(&mut self, g: &Graph, idx: petgraph::stable_graph::NodeIndex) {
+        let id = g.node(idx).id;
+        let mut seen = BTreeSet::new();
+        for e in g.in_edges(idx) {
+            let conn = e.memlet.dst_conn.clone().unwrap_or_default();
+            if LibraryNode::connector_index(&conn, "in").is_none() || !seen.insert(conn.clone()) {
+                self.fail(Location::Node(id), format!("bad or repeated input connector `{conn}`"));
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for e in g.out_edges(idx) {
+            let conn = e.memlet.src_conn.clone().unwrap_or_default();
+            if LibraryNode::connector_index(&conn, "out").is_none() || !seen.insert(conn.clone()) {
+                self.fail(Location::Node(id), format!("bad or repeated output connector `{conn}`"));
+            }
+        }
+    }
+
+    fn tasklet(&mut self, g: &Graph, idx: petgraph::stable_graph::NodeIndex, t: &super::Tasklet) {
+        let id = g.node(idx).id;
+        let mut fed: BTreeMap<String, usize> = BTreeMap::new();
+        for e in g.in_edges(idx) {
+            match &e.memlet.dst_conn {
+                Some(c) if t.inputs.contains(c) => *fed.entry(c.clone()).or_default() += 1,
+                other => self.fail(Location::Node(id), format!("in-edge on unknown connector {other:?}")),
+            }
+            if !e.memlet.subset.is_element() {
+                self.fail(Location::Node(id), format!("tasklet input {}{} is not one element", e.memlet.data, e.memlet.subset));
+            }
+        }
+        for c in &t.inputs {
+            match fed.get(c) {
+                Some(1) => {}
+                Some(n) => self.fail(Location::Node(id), format!("input connector `{c}` has {n} edges")),
+                None => self.fail(Location::Node(id), format!("input connector `{c}` is not connected")),
+            }
+        }
+        for (name, expr) in &t.outputs {
+            for used in expr.inputs() {
+                if !t.inputs.contains(&used) {
+                    self.fail(Location::Node(id), format!("output `{name}` reads unknown input `{used}`"));
+                }
+            }
+            let n = g.out_edges(idx).iter().filter(|e| e.memlet.src_conn.as_deref() == Some(name)).count();
+            if n != 1 {
+                self.fail(Location::Node(id), format!("output connector `{name}` has {n} edges"));
+            }
+        }
+        for e in g.out_edges(idx) {
+            if !e.memlet.subset.is_element() {
+                self.fail(Location::Node(id), format!("tasklet output {}{} is not one element", e.memlet.data, e.memlet.subset));
+            }
+            if !t.outputs.iter().any(|(n, _)| Some(n) == e.memlet.src_conn.as_ref()) {
+                self.fail(Location::Node(id), format!("out-edge on unknown connector {:?}", e.memlet.src_conn));
+            }
+        }
+    }
+
+    /// Every external container the body uses must cross the map boundary.
+    fn map_boundary(&mut self, g: &Graph, idx: petgraph::stable_graph::NodeIndex) {
+        let NodeKind::Map(m) = &g.node(idx).kind else { return };
+        let id = g.node(idx).id;
+        let boundary = super::build::outer_memlets(m, &self.p.data);
+        let ins: BTreeSet<String> = g.in_edges(idx).iter().map(|e| e.memlet.data.clone()).collect();
+        let outs: BTreeSet<String> = g.out_edges(idx).iter().map(|e| e.memlet.data.clone()).collect();
+        for d in boundary.reads.keys() {
+            if !ins.contains(d) {
+                self.fail(Location::Node(id), format!("body reads `{d}` but no memlet brings it into the map"));
+            }
+        }
+        for d in boundary.writes.keys() {
+            if !outs.contains(d) {
+                self.fail(Location::Node(id), format!("body writes `{d}` but no memlet takes it out of the map"));
+            }
+        }
+        for d in &outs {
+            if !boundary.writes.contains_key(d) {
+                self.fail(Location::Node(id), format!("map claims to write `{d}` but its body never does"));
+            }
+        }
+    }
+}

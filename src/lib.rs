@@ -1,0 +1,6 @@
+//! dmove: make neural networks fast by moving less data.
+//!
+//! The pipeline: ONNX → [`ir`] (library nodes) → expansion and transformations → C → benchmark.
+//! See ARCHITECTURE.md for the map of modules.
+
+pub mod ir;
