@@ -4,3 +4,5 @@
 //! See ARCHITECTURE.md for the map of modules.
 
 pub mod ir;
+pub mod numerics;
+pub mod ops;

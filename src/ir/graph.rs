@@ -263,6 +263,17 @@ impl Program {
         (&mut self.data, &mut self.next_id)
     }
 
+    /// Builder parts plus read access to the constants (for expansions that inspect weights).
+    pub fn builder_parts(
+        &mut self,
+    ) -> (
+        &mut BTreeMap<String, DataDesc>,
+        &mut u32,
+        &BTreeMap<String, Tensor>,
+    ) {
+        (&mut self.data, &mut self.next_id, &self.constants)
+    }
+
     pub fn node(&self, id: NodeId) -> Option<&Node> {
         self.graph.locate(id).map(|(g, i)| g.node(i))
     }

@@ -1,0 +1,1 @@
+//! Numpy-style broadcasting (to be written).

@@ -1,0 +1,5 @@
+//! (to be written)
+
+use super::Operator;
+
+pub static OPS: &[&dyn Operator] = &[];

@@ -1,0 +1,232 @@
+//! The operator library: for each high-level operator, shape inference, a reference
+//! implementation (used by the interpreter) and one or more expansions into maps and tasklets.
+//!
+//! Architecture invariant: operators know the IR and nothing else (no ONNX, no C). The ONNX
+//! importer maps ONNX attributes onto [`LibraryNode`] attributes with the same names and
+//! semantics as the ONNX operator of the same name, after resolving opset differences.
+//!
+//! Adding an operator = adding a value implementing [`Operator`] to one family file and listing it
+//! in that file's `OPS` table.
+
+mod activation;
+mod batchnorm;
+pub mod broadcast;
+mod conv;
+mod elementwise;
+pub mod expand;
+mod identity;
+mod matmul;
+mod norm;
+mod pool;
+mod shape;
+mod softmax;
+
+use crate::ir::build::ScopeBuilder;
+use crate::ir::{DType, DataDesc, LibraryNode, SymExpr, Tensor};
+use std::collections::BTreeMap;
+
+/// Type of a tensor flowing between operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorType {
+    pub dtype: DType,
+    pub shape: Vec<SymExpr>,
+}
+
+impl TensorType {
+    pub fn new(dtype: DType, shape: Vec<SymExpr>) -> Self {
+        TensorType { dtype, shape }
+    }
+
+    /// Concrete shape when all dimensions are literals.
+    pub fn static_shape(&self) -> Option<Vec<usize>> {
+        self.shape
+            .iter()
+            .map(|d| d.as_int().and_then(|v| usize::try_from(v).ok()))
+            .collect()
+    }
+}
+
+/// Why an operator rejected its inputs or could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OpError {
+    #[error("{op}: expected {expected} input(s), got {got}")]
+    Arity {
+        op: String,
+        expected: String,
+        got: usize,
+    },
+    #[error("{op}: {message}")]
+    Shape { op: String, message: String },
+    #[error("{op}: attribute `{attr}`: {message}")]
+    Attr {
+        op: String,
+        attr: String,
+        message: String,
+    },
+    #[error("{op}: {message}")]
+    Unsupported { op: String, message: String },
+    #[error("{op}: no implementation named `{name}` (available: {available})")]
+    NoSuchExpansion {
+        op: String,
+        name: String,
+        available: String,
+    },
+}
+
+impl OpError {
+    pub fn shape(op: &str, message: impl Into<String>) -> Self {
+        OpError::Shape {
+            op: op.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn attr(op: &str, attr: &str, message: impl Into<String>) -> Self {
+        OpError::Attr {
+            op: op.to_string(),
+            attr: attr.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn unsupported(op: &str, message: impl Into<String>) -> Self {
+        OpError::Unsupported {
+            op: op.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The inputs of one operator application during expansion: the containers it reads and writes
+/// and a builder positioned in the scope that replaces the library node.
+pub struct ExpandCtx<'c, 'p> {
+    pub node: &'c LibraryNode,
+    /// Input containers by position (`None` for an absent optional input).
+    pub inputs: Vec<Option<(String, DataDesc)>>,
+    /// Output containers by position.
+    pub outputs: Vec<(String, DataDesc)>,
+    /// Values of constant inputs, when known.
+    pub constants: &'c BTreeMap<String, Tensor>,
+    /// Append the replacement maps here; read inputs and write outputs by their container names.
+    pub b: &'c mut ScopeBuilder<'p>,
+    /// A prefix for labels and transient names, unique to this node.
+    pub label: String,
+}
+
+impl ExpandCtx<'_, '_> {
+    /// Input `i`, which must be present.
+    pub fn input(&self, i: usize) -> Result<&(String, DataDesc), OpError> {
+        self.inputs
+            .get(i)
+            .and_then(|x| x.as_ref())
+            .ok_or_else(|| OpError::shape(&self.node.op, format!("missing input {i}")))
+    }
+
+    pub fn output(&self, i: usize) -> Result<&(String, DataDesc), OpError> {
+        self.outputs
+            .get(i)
+            .ok_or_else(|| OpError::shape(&self.node.op, format!("missing output {i}")))
+    }
+
+    /// Constant value of input `i`, if it is a known constant.
+    pub fn constant_input(&self, i: usize) -> Option<&Tensor> {
+        let (name, _) = self.inputs.get(i)?.as_ref()?;
+        self.constants.get(name)
+    }
+}
+
+/// A high-level operator.
+pub trait Operator: Sync {
+    /// The operator's name, equal to the ONNX op type it implements.
+    fn name(&self) -> &'static str;
+
+    /// Accepted number of inputs, inclusive (optional trailing inputs included in `max`).
+    fn input_count(&self) -> (usize, usize);
+
+    /// Number of outputs produced.
+    fn output_count(&self) -> usize {
+        1
+    }
+
+    /// Output types from input types. `consts[i]` holds input `i`'s value when it is a constant
+    /// (shape-like inputs such as Reshape's `shape` need it).
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError>;
+
+    /// The reference implementation: straightforward, independent of the expansions, computed
+    /// in at least the precision of the data type. Used as the oracle for every check.
+    fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError>;
+
+    /// Names of the available expansions; the first is the default.
+    fn expansions(&self) -> &'static [&'static str] {
+        &["pure"]
+    }
+
+    /// Appends the maps and tasklets that implement expansion `implementation`.
+    fn expand(&self, implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError>;
+
+    /// Floating-point operations of one application (for reports), from the input types.
+    fn flops(&self, _node: &LibraryNode, _inputs: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {
+        outputs
+            .iter()
+            .filter_map(|t| t.static_shape())
+            .map(|s| s.iter().product::<usize>() as u64)
+            .sum()
+    }
+}
+
+/// Every operator, sorted by name.
+pub fn all() -> Vec<&'static dyn Operator> {
+    let mut v: Vec<&'static dyn Operator> = Vec::new();
+    for family in [
+        activation::OPS,
+        batchnorm::OPS,
+        conv::OPS,
+        elementwise::OPS,
+        identity::OPS,
+        matmul::OPS,
+        norm::OPS,
+        pool::OPS,
+        shape::OPS,
+        softmax::OPS,
+    ] {
+        v.extend_from_slice(family);
+    }
+    v.sort_by_key(|op| op.name());
+    v
+}
+
+/// The operator named `name`.
+pub fn lookup(name: &str) -> Option<&'static dyn Operator> {
+    all().into_iter().find(|op| op.name() == name)
+}
+
+/// Checks the input count against the operator's arity.
+pub fn check_arity(op: &dyn Operator, got: usize) -> Result<(), OpError> {
+    let (lo, hi) = op.input_count();
+    if got < lo || got > hi {
+        let expected = if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo} to {hi}")
+        };
+        return Err(OpError::Arity {
+            op: op.name().to_string(),
+            expected,
+            got,
+        });
+    }
+    Ok(())
+}
+
+/// The first input's type; operators whose first input is required call this.
+pub fn first_input<'a>(op: &str, inputs: &'a [Option<TensorType>]) -> Result<&'a TensorType, OpError> {
+    inputs
+        .first()
+        .and_then(|x| x.as_ref())
+        .ok_or_else(|| OpError::shape(op, "missing first input"))
+}
