@@ -3,6 +3,8 @@
 //! The pipeline: ONNX → [`ir`] (library nodes) → expansion and transformations → C → benchmark.
 //! See ARCHITECTURE.md for the map of modules.
 
+pub mod check;
+pub mod interp;
 pub mod ir;
 pub mod numerics;
 pub mod ops;

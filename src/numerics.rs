@@ -106,6 +106,8 @@ mod tests {
         assert_eq!(c.max_abs_error, 2.0);
         let nan = Tensor::f32(vec![3], vec![f32::NAN, 1000.0, 0.0]);
         assert!(!compare(&nan, &e).within_tolerance);
-        assert!(compare(&Tensor::f32(vec![1], vec![0.0]), &e).mismatch.is_some());
+        assert!(compare(&Tensor::f32(vec![1], vec![0.0]), &e)
+            .mismatch
+            .is_some());
     }
 }

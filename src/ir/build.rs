@@ -28,7 +28,13 @@ pub struct ScopeBuilder<'p> {
 pub struct In<'a>(pub &'a str, pub &'a str, pub Subset);
 
 /// A tasklet output: connector, container, element, write-conflict resolution, value.
-pub struct Out<'a>(pub &'a str, pub &'a str, pub Subset, pub Option<Wcr>, pub TExpr);
+pub struct Out<'a>(
+    pub &'a str,
+    pub &'a str,
+    pub Subset,
+    pub Option<Wcr>,
+    pub TExpr,
+);
 
 impl Program {
     /// Runs `f` with a builder that appends to the top-level graph.
@@ -253,7 +259,10 @@ impl<'p> ScopeBuilder<'p> {
     }
 
     fn reads_latest(&self, node: NodeIndex, data: &str) -> bool {
-        self.graph.in_edges(node).iter().any(|e| e.memlet.data == data)
+        self.graph
+            .in_edges(node)
+            .iter()
+            .any(|e| e.memlet.data == data)
     }
 }
 
@@ -337,8 +346,14 @@ pub fn hull(a: &Subset, b: &Subset, shape: &[SymExpr]) -> Subset {
                 };
                 match (bounds(x), bounds(y)) {
                     (Some((s1, e1)), Some((s2, e2))) => {
-                        let lo = (&s1 - &s2).as_int().map(|d| if d <= 0 { s1.clone() } else { s2.clone() });
-                        let hi = (&e1 - &e2).as_int().map(|d| if d >= 0 { e1.clone() } else { e2.clone() });
+                        let lo =
+                            (&s1 - &s2)
+                                .as_int()
+                                .map(|d| if d <= 0 { s1.clone() } else { s2.clone() });
+                        let hi =
+                            (&e1 - &e2)
+                                .as_int()
+                                .map(|d| if d >= 0 { e1.clone() } else { e2.clone() });
                         match (lo, hi) {
                             (Some(lo), Some(hi)) => Dim::Range(Range::new(lo, hi)),
                             _ => Dim::Range(Range::upto(extent.clone())),
@@ -360,8 +375,15 @@ mod tests {
     #[test]
     fn builds_matmul_with_propagated_memlets() {
         let mut p = Program::new("mm");
-        for (n, kind) in [("A", DataKind::Input), ("B", DataKind::Input), ("C", DataKind::Output)] {
-            p.data.insert(n.into(), DataDesc::new(DType::F32, vec![8.into(), 8.into()], kind));
+        for (n, kind) in [
+            ("A", DataKind::Input),
+            ("B", DataKind::Input),
+            ("C", DataKind::Output),
+        ] {
+            p.data.insert(
+                n.into(),
+                DataDesc::new(DType::F32, vec![8.into(), 8.into()], kind),
+            );
         }
         let s = SymExpr::sym;
         p.build(|b| {
@@ -373,13 +395,23 @@ mod tests {
                     b.tasklet(
                         "zero",
                         vec![],
-                        vec![Out("c", "C", Subset::element([s("i"), s("j")]), None, TExpr::Const(0.0))],
+                        vec![Out(
+                            "c",
+                            "C",
+                            Subset::element([s("i"), s("j")]),
+                            None,
+                            TExpr::Const(0.0),
+                        )],
                     );
                 },
             );
             b.map(
                 "acc",
-                vec![("i", Range::upto(8)), ("j", Range::upto(8)), ("k", Range::upto(8))],
+                vec![
+                    ("i", Range::upto(8)),
+                    ("j", Range::upto(8)),
+                    ("k", Range::upto(8)),
+                ],
                 Schedule::Sequential,
                 |b| {
                     b.tasklet(
@@ -400,7 +432,10 @@ mod tests {
             );
         });
         let order = p.graph.ordered();
-        let labels: Vec<_> = order.iter().map(|i| p.graph.node(*i).label.clone()).collect();
+        let labels: Vec<_> = order
+            .iter()
+            .map(|i| p.graph.node(*i).label.clone())
+            .collect();
         assert_eq!(labels, ["init", "C", "A", "B", "acc", "C"]);
         let acc = order[4];
         let ins: Vec<String> = p

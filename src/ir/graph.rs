@@ -21,11 +21,17 @@ impl PartialEq for Graph {
         let key = |gr: &Graph| {
             let mut nodes: Vec<_> = gr.g.node_weights().map(|n| (n.id, n.clone())).collect();
             nodes.sort_by_key(|(id, _)| *id);
-            let mut edges: Vec<String> = gr
-                .g
-                .edge_references()
-                .map(|e| format!("{:?}->{:?}:{:?}", gr.g[e.source()].id, gr.g[e.target()].id, e.weight()))
-                .collect();
+            let mut edges: Vec<String> =
+                gr.g.edge_references()
+                    .map(|e| {
+                        format!(
+                            "{:?}->{:?}:{:?}",
+                            gr.g[e.source()].id,
+                            gr.g[e.target()].id,
+                            e.weight()
+                        )
+                    })
+                    .collect();
             edges.sort();
             (nodes, edges)
         };
@@ -120,7 +126,9 @@ impl Graph {
         while let Some(first) = ready.pop_first() {
             order.push(first.1);
             for e in self.g.edges_directed(first.1, Direction::Outgoing) {
-                let d = indegree.get_mut(&e.target()).expect("edge target is a node");
+                let d = indegree
+                    .get_mut(&e.target())
+                    .expect("edge target is a node");
                 *d -= 1;
                 if *d == 0 {
                     ready.insert((self.g[e.target()].id, e.target()));

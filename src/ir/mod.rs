@@ -17,7 +17,9 @@ pub mod validate;
 
 pub use data::{DType, DataDesc, DataKind, Storage};
 pub use graph::{Graph, Program};
-pub use node::{Attr, LibraryNode, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Tasklet, Wcr};
+pub use node::{
+    Attr, LibraryNode, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Tasklet, Wcr,
+};
 pub use subset::{Dim, Range, Subset};
 pub use sym::{SymEnv, SymError, SymExpr};
 pub use tensor::{Buffer, Tensor};

@@ -130,7 +130,12 @@ pub struct ParamBounds<'a> {
 impl Subset {
     /// The whole of a container with this shape.
     pub fn full(shape: &[SymExpr]) -> Self {
-        Subset(shape.iter().map(|d| Dim::Range(Range::upto(d.clone()))).collect())
+        Subset(
+            shape
+                .iter()
+                .map(|d| Dim::Range(Range::upto(d.clone())))
+                .collect(),
+        )
     }
 
     /// A single element.
@@ -178,7 +183,11 @@ impl Subset {
                 .iter()
                 .zip(shape)
                 .map(|(dim, extent)| {
-                    if !dim.free_symbols().iter().any(|s| names.contains(&s.as_str())) {
+                    if !dim
+                        .free_symbols()
+                        .iter()
+                        .any(|s| names.contains(&s.as_str()))
+                    {
                         return dim.clone();
                     }
                     let bounds = match dim {

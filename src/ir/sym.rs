@@ -184,7 +184,9 @@ impl SymExpr {
     }
 
     fn mentions_any(&self, vars: &[&str]) -> bool {
-        self.free_symbols().iter().any(|s| vars.contains(&s.as_str()))
+        self.free_symbols()
+            .iter()
+            .any(|s| vars.contains(&s.as_str()))
     }
 
     /// Precedence for printing: 0 sum, 1 product, 2 atom.

@@ -319,7 +319,10 @@ mod tests {
         let e = TExpr::binary(
             BinOp::Mul,
             TExpr::binary(BinOp::Add, TExpr::input("a"), TExpr::Const(1.0)),
-            TExpr::unary(UnOp::Erf, TExpr::binary(BinOp::Sub, TExpr::input("b"), TExpr::input("c"))),
+            TExpr::unary(
+                UnOp::Erf,
+                TExpr::binary(BinOp::Sub, TExpr::input("b"), TExpr::input("c")),
+            ),
         );
         assert_eq!(e.to_string(), "(a + 1.0) * erf(b - c)");
         let s = TExpr::binary(

@@ -12,7 +12,11 @@ use std::fmt;
 pub enum Location {
     Program,
     Node(NodeId),
-    Edge { from: NodeId, to: NodeId, data: String },
+    Edge {
+        from: NodeId,
+        to: NodeId,
+        data: String,
+    },
 }
 
 impl fmt::Display for Location {
@@ -76,7 +80,10 @@ impl<'a> Validator<'a> {
     fn program(&mut self) {
         for name in self.p.inputs.iter().chain(&self.p.outputs) {
             if !self.p.data.contains_key(name) {
-                self.fail(Location::Program, format!("signature names undeclared container `{name}`"));
+                self.fail(
+                    Location::Program,
+                    format!("signature names undeclared container `{name}`"),
+                );
             }
         }
         for (name, desc) in &self.p.data {
@@ -86,17 +93,26 @@ impl<'a> Validator<'a> {
             for d in &desc.shape {
                 for s in d.free_symbols() {
                     if !self.p.symbols.contains_key(&s) {
-                        self.fail(Location::Program, format!("shape of `{name}` uses undeclared symbol `{s}`"));
+                        self.fail(
+                            Location::Program,
+                            format!("shape of `{name}` uses undeclared symbol `{s}`"),
+                        );
                     }
                 }
             }
         }
         for (name, t) in &self.p.constants {
             match self.p.data.get(name).map(|d| d.static_shape()) {
-                None => self.fail(Location::Program, format!("constant value `{name}` has no descriptor")),
+                None => self.fail(
+                    Location::Program,
+                    format!("constant value `{name}` has no descriptor"),
+                ),
                 Some(Some(shape)) if shape != t.shape => self.fail(
                     Location::Program,
-                    format!("constant `{name}` has shape {:?} but is declared {:?}", t.shape, shape),
+                    format!(
+                        "constant `{name}` has shape {:?} but is declared {:?}",
+                        t.shape, shape
+                    ),
                 ),
                 _ => {}
             }
@@ -107,7 +123,10 @@ impl<'a> Validator<'a> {
     fn graph(&mut self, g: &Graph, scope: &[&MapParam]) {
         if let Err(cycle) = g.topo_order() {
             let first = cycle[0];
-            self.fail(Location::Node(first), format!("dataflow cycle through nodes {cycle:?}"));
+            self.fail(
+                Location::Node(first),
+                format!("dataflow cycle through nodes {cycle:?}"),
+            );
         }
         for idx in g.g.node_indices() {
             let node = g.node(idx);
@@ -127,10 +146,18 @@ impl<'a> Validator<'a> {
                     let mut names = BTreeSet::new();
                     for prm in &m.params {
                         if !names.insert(&prm.name) || scope.iter().any(|s| s.name == prm.name) {
-                            self.fail(here.clone(), format!("map parameter `{}` declared twice", prm.name));
+                            self.fail(
+                                here.clone(),
+                                format!("map parameter `{}` declared twice", prm.name),
+                            );
                         }
-                        if self.p.symbols.contains_key(&prm.name) || self.p.data.contains_key(&prm.name) {
-                            self.fail(here.clone(), format!("map parameter `{}` shadows a program name", prm.name));
+                        if self.p.symbols.contains_key(&prm.name)
+                            || self.p.data.contains_key(&prm.name)
+                        {
+                            self.fail(
+                                here.clone(),
+                                format!("map parameter `{}` shadows a program name", prm.name),
+                            );
                         }
                     }
                     let mut inner: Vec<&MapParam> = scope.to_vec();
@@ -166,15 +193,24 @@ impl<'a> Validator<'a> {
         };
         let (from, to) = (access(&src.kind), access(&dst.kind));
         if from.is_none() && to.is_none() {
-            self.fail(at.clone(), "an edge must start or end at an access node".into());
+            self.fail(
+                at.clone(),
+                "an edge must start or end at an access node".into(),
+            );
         }
         for d in [from, to].into_iter().flatten() {
             if d != m.data {
-                self.fail(at.clone(), format!("memlet moves `{}` but the access node is `{d}`", m.data));
+                self.fail(
+                    at.clone(),
+                    format!("memlet moves `{}` but the access node is `{d}`", m.data),
+                );
             }
         }
         if m.wcr.is_some() && access(&dst.kind).is_none() {
-            self.fail(at.clone(), "write-conflict resolution on an edge that does not write a container".into());
+            self.fail(
+                at.clone(),
+                "write-conflict resolution on an edge that does not write a container".into(),
+            );
         }
         let Some(desc) = self.p.data.get(&m.data) else {
             self.fail(at, format!("memlet on undeclared container `{}`", m.data));
@@ -183,13 +219,22 @@ impl<'a> Validator<'a> {
         if m.subset.rank() != desc.rank() {
             self.fail(
                 at,
-                format!("subset {} has {} dimension(s) but `{}` has {}", m.subset, m.subset.rank(), m.data, desc.rank()),
+                format!(
+                    "subset {} has {} dimension(s) but `{}` has {}",
+                    m.subset,
+                    m.subset.rank(),
+                    m.data,
+                    desc.rank()
+                ),
             );
             return;
         }
         for sym in m.subset.free_symbols() {
             if !scope.iter().any(|p| p.name == sym) && !self.p.symbols.contains_key(&sym) {
-                self.fail(at.clone(), format!("subset {} uses `{sym}`, which is not in scope", m.subset));
+                self.fail(
+                    at.clone(),
+                    format!("subset {} uses `{sym}`, which is not in scope", m.subset),
+                );
                 return;
             }
         }
@@ -197,11 +242,20 @@ impl<'a> Validator<'a> {
     }
 
     /// Evaluates the subset over the enclosing iteration space and checks it stays inside.
-    fn bounds(&mut self, at: Location, m: &super::node::Memlet, desc: &super::DataDesc, scope: &[&MapParam]) {
+    fn bounds(
+        &mut self,
+        at: Location,
+        m: &super::node::Memlet,
+        desc: &super::DataDesc,
+        scope: &[&MapParam],
+    ) {
         let env = self.p.symbol_values();
         let bounds: Vec<ParamBounds> = scope
             .iter()
-            .map(|p| ParamBounds { name: &p.name, range: &p.range })
+            .map(|p| ParamBounds {
+                name: &p.name,
+                range: &p.range,
+            })
             .collect();
         let hull = m.subset.propagate(&bounds, &desc.shape);
         for (d, (dim, extent)) in hull.0.iter().zip(&desc.shape).enumerate() {
@@ -213,7 +267,10 @@ impl<'a> Validator<'a> {
                 if lo < 0 || hi > ext {
                     self.fail(
                         at.clone(),
-                        format!("dimension {d} of {}{} reaches [{lo}, {hi}) outside 0..{ext}", m.data, m.subset),
+                        format!(
+                            "dimension {d} of {}{} reaches [{lo}, {hi}) outside 0..{ext}",
+                            m.data, m.subset
+                        ),
                     );
                 }
             }
@@ -226,14 +283,20 @@ impl<'a> Validator<'a> {
         for e in g.in_edges(idx) {
             let conn = e.memlet.dst_conn.clone().unwrap_or_default();
             if LibraryNode::connector_index(&conn, "in").is_none() || !seen.insert(conn.clone()) {
-                self.fail(Location::Node(id), format!("bad or repeated input connector `{conn}`"));
+                self.fail(
+                    Location::Node(id),
+                    format!("bad or repeated input connector `{conn}`"),
+                );
             }
         }
         let mut seen = BTreeSet::new();
         for e in g.out_edges(idx) {
             let conn = e.memlet.src_conn.clone().unwrap_or_default();
             if LibraryNode::connector_index(&conn, "out").is_none() || !seen.insert(conn.clone()) {
-                self.fail(Location::Node(id), format!("bad or repeated output connector `{conn}`"));
+                self.fail(
+                    Location::Node(id),
+                    format!("bad or repeated output connector `{conn}`"),
+                );
             }
         }
     }
@@ -244,60 +307,117 @@ impl<'a> Validator<'a> {
         for e in g.in_edges(idx) {
             match &e.memlet.dst_conn {
                 Some(c) if t.inputs.contains(c) => *fed.entry(c.clone()).or_default() += 1,
-                other => self.fail(Location::Node(id), format!("in-edge on unknown connector {other:?}")),
+                other => self.fail(
+                    Location::Node(id),
+                    format!("in-edge on unknown connector {other:?}"),
+                ),
             }
             if !e.memlet.subset.is_element() {
-                self.fail(Location::Node(id), format!("tasklet input {}{} is not one element", e.memlet.data, e.memlet.subset));
+                self.fail(
+                    Location::Node(id),
+                    format!(
+                        "tasklet input {}{} is not one element",
+                        e.memlet.data, e.memlet.subset
+                    ),
+                );
             }
         }
         for c in &t.inputs {
             match fed.get(c) {
                 Some(1) => {}
-                Some(n) => self.fail(Location::Node(id), format!("input connector `{c}` has {n} edges")),
-                None => self.fail(Location::Node(id), format!("input connector `{c}` is not connected")),
+                Some(n) => self.fail(
+                    Location::Node(id),
+                    format!("input connector `{c}` has {n} edges"),
+                ),
+                None => self.fail(
+                    Location::Node(id),
+                    format!("input connector `{c}` is not connected"),
+                ),
             }
         }
         for (name, expr) in &t.outputs {
             for used in expr.inputs() {
                 if !t.inputs.contains(&used) {
-                    self.fail(Location::Node(id), format!("output `{name}` reads unknown input `{used}`"));
+                    self.fail(
+                        Location::Node(id),
+                        format!("output `{name}` reads unknown input `{used}`"),
+                    );
                 }
             }
-            let n = g.out_edges(idx).iter().filter(|e| e.memlet.src_conn.as_deref() == Some(name)).count();
+            let n = g
+                .out_edges(idx)
+                .iter()
+                .filter(|e| e.memlet.src_conn.as_deref() == Some(name))
+                .count();
             if n != 1 {
-                self.fail(Location::Node(id), format!("output connector `{name}` has {n} edges"));
+                self.fail(
+                    Location::Node(id),
+                    format!("output connector `{name}` has {n} edges"),
+                );
             }
         }
         for e in g.out_edges(idx) {
             if !e.memlet.subset.is_element() {
-                self.fail(Location::Node(id), format!("tasklet output {}{} is not one element", e.memlet.data, e.memlet.subset));
+                self.fail(
+                    Location::Node(id),
+                    format!(
+                        "tasklet output {}{} is not one element",
+                        e.memlet.data, e.memlet.subset
+                    ),
+                );
             }
-            if !t.outputs.iter().any(|(n, _)| Some(n) == e.memlet.src_conn.as_ref()) {
-                self.fail(Location::Node(id), format!("out-edge on unknown connector {:?}", e.memlet.src_conn));
+            if !t
+                .outputs
+                .iter()
+                .any(|(n, _)| Some(n) == e.memlet.src_conn.as_ref())
+            {
+                self.fail(
+                    Location::Node(id),
+                    format!("out-edge on unknown connector {:?}", e.memlet.src_conn),
+                );
             }
         }
     }
 
     /// Every external container the body uses must cross the map boundary.
     fn map_boundary(&mut self, g: &Graph, idx: petgraph::stable_graph::NodeIndex) {
-        let NodeKind::Map(m) = &g.node(idx).kind else { return };
+        let NodeKind::Map(m) = &g.node(idx).kind else {
+            return;
+        };
         let id = g.node(idx).id;
         let boundary = super::build::outer_memlets(m, &self.p.data);
-        let ins: BTreeSet<String> = g.in_edges(idx).iter().map(|e| e.memlet.data.clone()).collect();
-        let outs: BTreeSet<String> = g.out_edges(idx).iter().map(|e| e.memlet.data.clone()).collect();
+        let ins: BTreeSet<String> = g
+            .in_edges(idx)
+            .iter()
+            .map(|e| e.memlet.data.clone())
+            .collect();
+        let outs: BTreeSet<String> = g
+            .out_edges(idx)
+            .iter()
+            .map(|e| e.memlet.data.clone())
+            .collect();
         for d in boundary.reads.keys() {
             if !ins.contains(d) {
-                self.fail(Location::Node(id), format!("body reads `{d}` but no memlet brings it into the map"));
+                self.fail(
+                    Location::Node(id),
+                    format!("body reads `{d}` but no memlet brings it into the map"),
+                );
             }
         }
         for d in boundary.writes.keys() {
             if !outs.contains(d) {
-                self.fail(Location::Node(id), format!("body writes `{d}` but no memlet takes it out of the map"));
+                self.fail(
+                    Location::Node(id),
+                    format!("body writes `{d}` but no memlet takes it out of the map"),
+                );
             }
         }
         for d in &outs {
             if !boundary.writes.contains_key(d) {
-                self.fail(Location::Node(id), format!("map claims to write `{d}` but its body never does"));
+                self.fail(
+                    Location::Node(id),
+                    format!("map claims to write `{d}` but its body never does"),
+                );
             }
         }
     }

@@ -23,7 +23,11 @@ pub enum ExpandError {
     #[error("node {id} uses operator `{op}`, which dmove does not know")]
     UnknownOp { id: NodeId, op: String },
     #[error("node {id} ({op}): an edge on connector `{conn}` is not attached to an access node")]
-    Unwired { id: NodeId, op: String, conn: String },
+    Unwired {
+        id: NodeId,
+        op: String,
+        conn: String,
+    },
     #[error("expanding node {id}: {source}")]
     Op {
         id: NodeId,
@@ -61,13 +65,19 @@ pub fn expand_node(
         });
     }
     let (ins, outs) = wiring(scope, idx, &lib, id)?;
-    let ins_named: Vec<Option<String>> = ins.iter().map(|x| x.as_ref().map(|(_, d)| d.clone())).collect();
+    let ins_named: Vec<Option<String>> = ins
+        .iter()
+        .map(|x| x.as_ref().map(|(_, d)| d.clone()))
+        .collect();
     let outs_named: Vec<String> = outs.iter().map(|(_, d)| d.clone()).collect();
 
     let (data, next_id, constants) = p.builder_parts();
     let inputs = ins_named
         .iter()
-        .map(|x| x.as_ref().and_then(|d| data.get(d).map(|desc| (d.clone(), desc.clone()))))
+        .map(|x| {
+            x.as_ref()
+                .and_then(|d| data.get(d).map(|desc| (d.clone(), desc.clone())))
+        })
         .collect();
     let outputs = outs_named
         .iter()
@@ -90,7 +100,8 @@ pub fn expand_node(
     let sub = b.graph;
 
     let (scope, idx) = p.graph.locate_mut(id).ok_or(ExpandError::NoSuchNode(id))?;
-    let anchors_in: BTreeMap<String, NodeIndex> = ins.into_iter().flatten().map(|(i, d)| (d, i)).collect();
+    let anchors_in: BTreeMap<String, NodeIndex> =
+        ins.into_iter().flatten().map(|(i, d)| (d, i)).collect();
     let anchors_out: BTreeMap<String, NodeIndex> = outs.into_iter().map(|(i, d)| (d, i)).collect();
     let added = splice(scope, sub, &anchors_in, &anchors_out);
     scope.g.remove_node(idx);
@@ -168,10 +179,10 @@ fn splice(
     }
     let mut added = Vec::new();
     for &i in &order {
-        if !map.contains_key(&i) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = map.entry(i) {
             let node = sub.node(i).clone();
             added.push(node.id);
-            map.insert(i, scope.add_node(node));
+            slot.insert(scope.add_node(node));
         }
     }
     for e in sub.g.edge_indices() {
@@ -202,7 +213,13 @@ pub fn expand_all(p: &mut Program) -> Result<usize, ExpandError> {
 pub fn sanitize_label(label: &str) -> String {
     let s: String = label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .take(24)
         .collect();
     let s = s.trim_matches('_').to_string();
@@ -220,7 +237,10 @@ pub fn elementwise_index(shape: &[SymExpr]) -> (Vec<(String, Range)>, Vec<SymExp
         .enumerate()
         .map(|(d, extent)| (format!("i{d}"), Range::upto(extent.clone())))
         .collect::<Vec<_>>();
-    let idx = params.iter().map(|(n, _)| SymExpr::sym(n.as_str())).collect();
+    let idx = params
+        .iter()
+        .map(|(n, _)| SymExpr::sym(n.as_str()))
+        .collect();
     (params, idx)
 }
 
@@ -234,12 +254,21 @@ pub fn copy_map(
     dst: &str,
     dst_idx: Vec<SymExpr>,
 ) -> NodeId {
-    let params_ref = params.iter().map(|(n, r)| (n.as_str(), r.clone())).collect();
+    let params_ref = params
+        .iter()
+        .map(|(n, r)| (n.as_str(), r.clone()))
+        .collect();
     b.map(label, params_ref, Schedule::Sequential, |b| {
         b.tasklet(
             "copy",
             vec![In("x", src, Subset::element(src_idx))],
-            vec![Out("y", dst, Subset::element(dst_idx), None, TExpr::input("x"))],
+            vec![Out(
+                "y",
+                dst,
+                Subset::element(dst_idx),
+                None,
+                TExpr::input("x"),
+            )],
         );
     })
 }

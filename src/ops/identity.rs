@@ -27,7 +27,11 @@ impl Operator for Identity {
         Ok(vec![first_input(self.name(), inputs)?.clone()])
     }
 
-    fn eval(&self, _node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+    fn eval(
+        &self,
+        _node: &LibraryNode,
+        inputs: &[Option<&Tensor>],
+    ) -> Result<Vec<Tensor>, OpError> {
         let x = inputs
             .first()
             .copied()

@@ -170,7 +170,12 @@ pub trait Operator: Sync {
     fn expand(&self, implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError>;
 
     /// Floating-point operations of one application (for reports), from the input types.
-    fn flops(&self, _node: &LibraryNode, _inputs: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {
+    fn flops(
+        &self,
+        _node: &LibraryNode,
+        _inputs: &[Option<TensorType>],
+        outputs: &[TensorType],
+    ) -> u64 {
         outputs
             .iter()
             .filter_map(|t| t.static_shape())
@@ -224,7 +229,10 @@ pub fn check_arity(op: &dyn Operator, got: usize) -> Result<(), OpError> {
 }
 
 /// The first input's type; operators whose first input is required call this.
-pub fn first_input<'a>(op: &str, inputs: &'a [Option<TensorType>]) -> Result<&'a TensorType, OpError> {
+pub fn first_input<'a>(
+    op: &str,
+    inputs: &'a [Option<TensorType>],
+) -> Result<&'a TensorType, OpError> {
     inputs
         .first()
         .and_then(|x| x.as_ref())
