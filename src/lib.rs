@@ -8,3 +8,4 @@ pub mod interp;
 pub mod ir;
 pub mod numerics;
 pub mod ops;
+pub mod transform;

@@ -4,6 +4,8 @@
 //! interpreter (or compiled C) and compares their outputs with the tolerances of
 //! [`crate::numerics`].
 
+pub mod race;
+
 use crate::interp;
 use crate::ir::{DType, DataDesc, DataKind, LibraryNode, Program, Tensor};
 use crate::numerics::{compare, Comparison};

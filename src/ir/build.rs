@@ -231,31 +231,43 @@ impl<'p> ScopeBuilder<'p> {
             body(&mut inner);
             inner.graph
         };
-        let map = MapNode {
-            params,
-            schedule,
-            body: inner_graph,
-        };
+        let id = self.fresh_id();
+        self.map_node(
+            id,
+            label,
+            MapNode {
+                params,
+                schedule,
+                body: inner_graph,
+            },
+        );
+        id
+    }
+
+    /// Adds an already-built map with id `id` and wires its outer memlets.
+    pub fn map_node(&mut self, id: NodeId, label: &str, map: MapNode) -> NodeIndex {
         let boundary = outer_memlets(&map, self.data);
-        let node = self.add(label, NodeKind::Map(map));
+        let node = self.graph.add_node(Node {
+            id,
+            label: label.to_string(),
+            kind: NodeKind::Map(map),
+        });
         for (data, subset) in boundary.reads {
             let src = self.read_node(&data);
             self.graph.add_edge(src, node, Memlet::new(data, subset));
         }
         for (data, (subset, wcr)) in boundary.writes {
-            if wcr.is_some() {
+            if wcr.is_some() && self.latest.contains_key(&data) && !self.reads_latest(node, &data) {
                 // Read-modify-write: order after the version being accumulated into.
-                if self.latest.contains_key(&data) && !self.reads_latest(node, &data) {
-                    let src = self.read_node(&data);
-                    self.graph
-                        .add_edge(src, node, Memlet::new(data.clone(), subset.clone()));
-                }
+                let src = self.read_node(&data);
+                self.graph
+                    .add_edge(src, node, Memlet::new(data.clone(), subset.clone()));
             }
             let dst = self.write_node(&data);
             self.graph
                 .add_edge(node, dst, Memlet::new(data, subset).with_wcr(wcr));
         }
-        self.graph.node(node).id
+        node
     }
 
     fn reads_latest(&self, node: NodeIndex, data: &str) -> bool {

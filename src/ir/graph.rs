@@ -271,6 +271,13 @@ impl Program {
         (&mut self.data, &mut self.next_id)
     }
 
+    /// Declarations, top-level graph and id counter borrowed together for scope edits.
+    pub(crate) fn parts_mut_with_graph(
+        &mut self,
+    ) -> (&mut BTreeMap<String, DataDesc>, (&mut Graph, &mut u32)) {
+        (&mut self.data, (&mut self.graph, &mut self.next_id))
+    }
+
     /// Builder parts plus read access to the constants (for expansions that inspect weights).
     pub fn builder_parts(
         &mut self,

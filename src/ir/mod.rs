@@ -9,6 +9,7 @@ pub mod build;
 pub mod data;
 pub mod graph;
 pub mod node;
+pub mod rewrite;
 pub mod subset;
 pub mod sym;
 pub mod tensor;

@@ -1,0 +1,99 @@
+//! Parallelize: run a map's iterations on parallel threads.
+//!
+//! ```text
+//! before:  map [i = 0:N] sequential { Y[i] = f(X[i]) }
+//! after:   map [i = 0:N] parallel   { Y[i] = f(X[i]) }
+//! ```
+//! Legal when no two iterations write the same element without write-conflict resolution and no
+//! iteration reads what another writes (see `check::race`). Nested parallel maps are refused:
+//! the outer level already uses every core.
+
+use super::{expect_map, refuse, Level, NotApplicable, Params, Transformation};
+use crate::check::race::parallel_conflict;
+use crate::ir::{Graph, NodeId, NodeKind, Program, Schedule};
+
+pub struct Parallelize;
+
+impl Transformation for Parallelize {
+    fn name(&self) -> &'static str {
+        "Parallelize"
+    }
+
+    fn level(&self) -> Level {
+        Level::IntraOperator
+    }
+
+    fn doc(&self) -> &'static str {
+        "run a map's iterations on parallel threads (OpenMP), when no iterations conflict"
+    }
+
+    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
+        super::all_maps(p).into_iter().map(|id| vec![id]).collect()
+    }
+
+    fn check(&self, p: &Program, site: &[NodeId], _params: &Params) -> Result<(), NotApplicable> {
+        let id = site[0];
+        let map = expect_map(self, p, id)?;
+        if map.schedule == Schedule::Parallel {
+            return Err(refuse(self, id, "the map is already parallel"));
+        }
+        if let Some(outer) = enclosing_parallel(&p.graph, id, None) {
+            return Err(refuse(
+                self,
+                id,
+                format!("it is nested inside parallel map {outer}"),
+            ));
+        }
+        if contains_parallel(&map.body) {
+            return Err(refuse(self, id, "its body already contains a parallel map"));
+        }
+        if let Some(why) = parallel_conflict(map, &p.data) {
+            return Err(refuse(self, id, why));
+        }
+        Ok(())
+    }
+
+    fn apply(
+        &self,
+        p: &mut Program,
+        site: &[NodeId],
+        _params: &Params,
+    ) -> Result<Vec<NodeId>, NotApplicable> {
+        let id = site[0];
+        let edit = p.edit(id).ok_or_else(|| refuse(self, id, "no such node"))?;
+        if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
+            m.schedule = Schedule::Parallel;
+        }
+        Ok(vec![id])
+    }
+}
+
+/// The innermost parallel map strictly enclosing `id`, if any.
+fn enclosing_parallel(g: &Graph, id: NodeId, outer: Option<NodeId>) -> Option<NodeId> {
+    for n in g.g.node_weights() {
+        if n.id == id {
+            return outer;
+        }
+        if let NodeKind::Map(m) = &n.kind {
+            let here = if m.schedule == Schedule::Parallel {
+                Some(n.id)
+            } else {
+                outer
+            };
+            if m.body.locate(id).is_some() {
+                return enclosing_parallel(&m.body, id, here);
+            }
+        }
+    }
+    None
+}
+
+fn contains_parallel(g: &Graph) -> bool {
+    let mut found = false;
+    g.walk(&mut |n| {
+        if let NodeKind::Map(m) = &n.kind {
+            found |= m.schedule == Schedule::Parallel;
+        }
+    });
+    found
+}

@@ -1,0 +1,171 @@
+//! The transformation contract: applied steps keep the program valid and equivalent; refused
+//! steps say why and leave the program untouched.
+
+mod common;
+
+use dmove::ir::{NodeId, NodeKind, Program, Schedule, Storage};
+use dmove::transform::engine::{apply, apply_repeatedly, Checks, Refusal, StopReason};
+use dmove::transform::{lookup, ParamValue, Params};
+
+fn map_id(p: &Program, label: &str) -> NodeId {
+    let mut found = None;
+    p.graph.walk(&mut |n| {
+        if n.label == label && matches!(n.kind, NodeKind::Map(_)) {
+            found = Some(n.id);
+        }
+    });
+    found.unwrap_or_else(|| panic!("no map labelled {label}"))
+}
+
+fn params(pairs: &[(&str, ParamValue)]) -> Params {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+#[test]
+fn fusing_an_elementwise_chain_removes_the_transients() {
+    let mut p = common::elementwise_chain(5, 3);
+    let fusion = lookup("MapFusion").expect("exists");
+    let (steps, stop) = apply_repeatedly(&mut p, fusion, &Params::new(), &Checks::default(), 10);
+    assert_eq!(stop, StopReason::Fixpoint);
+    assert_eq!(steps.len(), 2);
+    assert!(steps
+        .iter()
+        .all(|s| s.checks.contains(&"numerics".to_string())));
+    assert!(!p.data.contains_key("T1") && !p.data.contains_key("T2"));
+    let registers = p
+        .data
+        .values()
+        .filter(|d| d.storage == Storage::Register)
+        .count();
+    assert_eq!(registers, 2);
+    let maps = p
+        .graph
+        .g
+        .node_weights()
+        .filter(|n| matches!(n.kind, NodeKind::Map(_)))
+        .count();
+    assert_eq!(maps, 1);
+    // The fused map keeps the last consumer's id.
+    assert_eq!(map_id(&p, "residual"), steps[1].site[1]);
+}
+
+#[test]
+fn fusion_refuses_different_iteration_spaces_and_leaves_the_program_unchanged() {
+    let mut p = common::matmul(4, 3, 5);
+    let before = p.clone();
+    let init = map_id(&p, "init");
+    let acc = map_id(&p, "acc");
+    let err = apply(
+        &mut p,
+        lookup("MapFusion").expect("exists"),
+        &[init, acc],
+        &Params::new(),
+        &Checks::default(),
+    )
+    .unwrap_err();
+    match err {
+        Refusal::NotApplicable(n) => {
+            assert_eq!(n.node, acc);
+            assert!(n.reason.contains("not a global transient"), "{}", n.reason);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(p, before);
+}
+
+#[test]
+fn tiling_interchange_and_parallelization_keep_matmul_results() {
+    let mut p = common::matmul(37, 19, 23);
+    let acc = map_id(&p, "acc");
+    let checks = Checks::default();
+    let tiled = apply(
+        &mut p,
+        lookup("MapTiling").expect("exists"),
+        &[acc],
+        &params(&[("tiles", ParamValue::Ints(vec![8, 16, 0]))]),
+        &checks,
+    )
+    .expect("tiles");
+    assert_eq!(tiled.touched[0], acc);
+    assert!(tiled.checks.contains(&"numerics".to_string()));
+    let inner = tiled.touched[1];
+    apply(
+        &mut p,
+        lookup("MapInterchange").expect("exists"),
+        &[inner],
+        &params(&[("order", ParamValue::Ints(vec![0, 2, 1]))]),
+        &checks,
+    )
+    .expect("interchanges");
+    apply(
+        &mut p,
+        lookup("Parallelize").expect("exists"),
+        &[acc],
+        &Params::new(),
+        &checks,
+    )
+    .expect("outer tile map is parallel");
+    let NodeKind::Map(m) = &p.node(acc).expect("exists").kind else {
+        panic!("not a map")
+    };
+    assert_eq!(m.schedule, Schedule::Parallel);
+    assert_eq!(
+        m.params.iter().map(|q| q.name.as_str()).collect::<Vec<_>>(),
+        ["i_tile", "j_tile"]
+    );
+}
+
+#[test]
+fn parallelize_refuses_a_write_race_naming_the_colliding_parameter() {
+    use dmove::ir::build::{In, Out};
+    use dmove::ir::{DataKind, Range, Subset, SymExpr, TExpr};
+    let mut p = Program::new("race");
+    common::declare(&mut p, "X", &[4, 3], DataKind::Input);
+    common::declare(&mut p, "Y", &[4], DataKind::Output);
+    let s = SymExpr::sym;
+    p.build(|b| {
+        b.map(
+            "last",
+            vec![("i", Range::upto(4)), ("j", Range::upto(3))],
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "keep",
+                    vec![In("x", "X", Subset::element([s("i"), s("j")]))],
+                    vec![Out(
+                        "y",
+                        "Y",
+                        Subset::element([s("i")]),
+                        None,
+                        TExpr::input("x"),
+                    )],
+                );
+            },
+        );
+    });
+    let last = map_id(&p, "last");
+    let before = p.clone();
+    let t = lookup("Parallelize").expect("exists");
+    let err = apply(&mut p, t, &[last], &Params::new(), &Checks::default()).unwrap_err();
+    let Refusal::NotApplicable(n) = err else {
+        panic!("unexpected refusal kind")
+    };
+    assert_eq!(n.node, last);
+    assert!(n.reason.contains("differ only in `j`"), "{}", n.reason);
+    assert_eq!(p, before);
+}
+
+#[test]
+fn parallelizing_a_resolved_reduction_is_legal_once() {
+    let mut p = common::matmul(4, 3, 5);
+    let acc = map_id(&p, "acc");
+    let t = lookup("Parallelize").expect("exists");
+    apply(&mut p, t, &[acc], &Params::new(), &Checks::default()).expect("wcr reduction is legal");
+    let before = p.clone();
+    let err = apply(&mut p, t, &[acc], &Params::new(), &Checks::default()).unwrap_err();
+    assert!(err.to_string().contains("already parallel"), "{err}");
+    assert_eq!(p, before);
+}
