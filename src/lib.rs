@@ -4,6 +4,7 @@
 //! See ARCHITECTURE.md for the map of modules.
 
 pub mod check;
+pub mod demo;
 pub mod interp;
 pub mod ir;
 pub mod numerics;

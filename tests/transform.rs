@@ -169,3 +169,31 @@ fn parallelizing_a_resolved_reduction_is_legal_once() {
     assert!(err.to_string().contains("already parallel"), "{err}");
     assert_eq!(p, before);
 }
+
+#[test]
+fn cpu_schedule_keeps_results_and_parallelizes_the_matmul_rows() {
+    let mut p = common::matmul(70, 9, 33);
+    let original = p.clone();
+    let report = dmove::demo::schedule::optimize(&mut p, &Checks::default());
+    let names: Vec<&str> = report
+        .steps
+        .iter()
+        .map(|s| s.transformation.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "MapExpansion",
+            "MapTiling",
+            "Parallelize",
+            "MapInterchange",
+            "MapExpansion",
+            "MapTiling",
+            "Parallelize"
+        ],
+        "{:?}",
+        report.skipped
+    );
+    let inputs = dmove::check::random_inputs(&original, 3).expect("inputs");
+    dmove::check::same_outputs(&original, &p, &inputs).expect("same results");
+}

@@ -12,7 +12,7 @@
 use super::{
     expect_map, ints_param, refuse, Level, NotApplicable, ParamSpec, Params, Transformation,
 };
-use crate::ir::{Graph, MapNode, MapParam, NodeId, NodeKind, Program, Range, Schedule, SymExpr};
+use crate::ir::{MapParam, NodeId, NodeKind, Program, Range, SymExpr};
 
 pub struct MapTiling;
 
@@ -95,64 +95,35 @@ impl Transformation for MapTiling {
     ) -> Result<Vec<NodeId>, NotApplicable> {
         let id = site[0];
         let taken = taken_names(p);
-        let mut edit = p.edit(id).ok_or_else(|| refuse(self, id, "no such node"))?;
-        let label = edit.graph.node(edit.idx).label.clone();
-        let map = match &mut edit.graph.node_mut(edit.idx).kind {
-            NodeKind::Map(m) => std::mem::replace(m, empty_map()),
-            _ => return Err(refuse(self, id, "not a map")),
-        };
-        let tiles = tiles(params, map.params.len()).map_err(|r| refuse(self, id, r))?;
-        let mut outer_params = Vec::new();
-        let mut inner_params = Vec::new();
-        for (prm, &t) in map.params.iter().zip(&tiles) {
-            if t == 0 {
-                inner_params.push(prm.clone());
-                continue;
+        let tiles = tiles(params, expect_map(self, p, id)?.params.len())
+            .map_err(|r| refuse(self, id, r))?;
+        let inner_id = super::nest::nest(p, id, "tile", |original| {
+            let mut outer = Vec::new();
+            let mut inner = Vec::new();
+            for (prm, &t) in original.into_iter().zip(&tiles) {
+                if t == 0 {
+                    inner.push(prm);
+                    continue;
+                }
+                let tile_name = fresh(&format!("{}_tile", prm.name), &taken);
+                let tile_var = SymExpr::sym(tile_name.as_str());
+                inner.push(MapParam {
+                    name: prm.name,
+                    range: Range::new(tile_var.clone(), (&tile_var + t).min(prm.range.end.clone())),
+                });
+                outer.push(MapParam {
+                    name: tile_name,
+                    range: Range {
+                        start: prm.range.start,
+                        end: prm.range.end,
+                        step: SymExpr::Int(t),
+                    },
+                });
             }
-            let tile_name = fresh(&format!("{}_tile", prm.name), &taken);
-            let tile_var = SymExpr::sym(tile_name.as_str());
-            outer_params.push(MapParam {
-                name: tile_name,
-                range: Range {
-                    start: prm.range.start.clone(),
-                    end: prm.range.end.clone(),
-                    step: SymExpr::Int(t),
-                },
-            });
-            inner_params.push(MapParam {
-                name: prm.name.clone(),
-                range: Range::new(tile_var.clone(), (&tile_var + t).min(prm.range.end.clone())),
-            });
-        }
-        let inner = MapNode {
-            params: inner_params,
-            schedule: Schedule::Sequential,
-            body: map.body,
-        };
-        let inner_id = edit.fresh_id();
-        let body = {
-            let mut b = edit.builder();
-            b.map_node(inner_id, &format!("{label}_tile"), inner);
-            b.graph
-        };
-        if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
-            *m = MapNode {
-                params: outer_params,
-                schedule: map.schedule,
-                body,
-            };
-        }
-        let idx = edit.idx;
-        edit.refresh_boundary(idx);
+            (outer, inner)
+        })
+        .ok_or_else(|| refuse(self, id, "not a map"))?;
         Ok(vec![id, inner_id])
-    }
-}
-
-fn empty_map() -> MapNode {
-    MapNode {
-        params: Vec::new(),
-        schedule: Schedule::Sequential,
-        body: Graph::default(),
     }
 }
 

@@ -10,11 +10,14 @@
 //! and listing it in [`all`].
 
 pub mod engine;
+mod map_expansion;
 mod map_fusion;
 mod map_interchange;
 mod map_tiling;
+mod nest;
 mod parallelize;
 
+pub use map_expansion::MapExpansion;
 pub use map_fusion::MapFusion;
 pub use map_interchange::MapInterchange;
 pub use map_tiling::MapTiling;
@@ -105,7 +108,13 @@ pub trait Transformation: Sync {
 
 /// Every built-in transformation, by name.
 pub fn all() -> Vec<&'static dyn Transformation> {
-    vec![&MapFusion, &MapInterchange, &MapTiling, &Parallelize]
+    vec![
+        &MapExpansion,
+        &MapFusion,
+        &MapInterchange,
+        &MapTiling,
+        &Parallelize,
+    ]
 }
 
 pub fn lookup(name: &str) -> Option<&'static dyn Transformation> {
