@@ -14,6 +14,7 @@ pub mod broadcast;
 mod conv;
 mod elementwise;
 pub mod expand;
+pub mod flops;
 mod identity;
 mod matmul;
 mod norm;
