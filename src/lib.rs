@@ -3,6 +3,7 @@
 //! The pipeline: ONNX → [`ir`] (library nodes) → expansion and transformations → C → benchmark.
 //! See ARCHITECTURE.md for the map of modules.
 
+pub mod codegen;
 pub mod ir;
 pub mod numerics;
 pub mod ops;
