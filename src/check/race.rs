@@ -1,11 +1,13 @@
 //! Dependence analysis of a map's iterations, from memlet subsets.
 //!
-//! Running a map's iterations in parallel is legal when no two iterations write the same element
-//! without write-conflict resolution, and no iteration reads an element another one writes. Both
-//! are decided per parameter: a write is *private* along parameter `p` when some dimension of the
-//! written subset starts at an affine function of `p` alone with coefficient `c` and spans at most
-//! `|c| · step(p)` elements, so distinct values of `p` touch disjoint slices.
-//! The same test tells the C backend when a resolved (wcr) write needs an atomic update.
+//! Running iterations in parallel (threads or SIMD lanes) is legal when no two of them write the
+//! same element without write-conflict resolution and none reads what another writes. The proof
+//! is deliberately simple and sound: the loops between the distributed map and an access are
+//! folded into per-dimension intervals ([`Subset::propagate`], innermost first), and for every
+//! distributed parameter `q` some dimension's interval must move strictly past itself when `q`
+//! advances by one step. `min`/`max` bounds, as tiling produces, are handled by bounding them
+//! with one of their arguments. Parallelize uses it for legality; the C backend uses it to decide
+//! where a resolved write needs an atomic update and where `omp simd` is safe.
 
 use crate::ir::subset::ParamBounds;
 use crate::ir::{DataDesc, Dim, Graph, MapNode, MapParam, NodeKind, Storage, Subset, SymExpr, Wcr};
@@ -41,13 +43,6 @@ fn collect(
                 collect(&m.body, &params, data, out);
             }
             NodeKind::Tasklet(_) => {
-                let bounds: Vec<ParamBounds> = inner
-                    .iter()
-                    .map(|p| ParamBounds {
-                        name: &p.name,
-                        range: &p.range,
-                    })
-                    .collect();
                 let edges = g
                     .in_edges(idx)
                     .into_iter()
@@ -62,7 +57,7 @@ fn collect(
                     }
                     out.push(BodyAccess {
                         data: e.memlet.data.clone(),
-                        subset: e.memlet.subset.propagate(&bounds, &desc.shape),
+                        subset: fold(&e.memlet.subset, &desc.shape, inner),
                         wcr: e.memlet.wcr,
                         write,
                     });
@@ -73,35 +68,97 @@ fn collect(
     }
 }
 
-/// True when iterations that differ in `param` touch disjoint parts of `subset`.
-pub fn private_along(subset: &Subset, param: &MapParam, all: &[MapParam]) -> bool {
-    let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
-    let Some(step) = param.range.step.as_int() else {
-        return false;
-    };
-    subset.0.iter().any(|dim| {
-        let (start, len) = match dim {
-            Dim::Index(e) => (e.clone(), Some(1)),
-            Dim::Range(r) => (r.start.clone(), max_len(&r.start, &r.end)),
-        };
-        let Some((coeffs, _)) = start.affine_in(&names) else {
-            return false;
-        };
-        let c = coeffs.get(&param.name).copied().unwrap_or(0);
-        let alone = coeffs.iter().all(|(n, k)| *k == 0 || *n == param.name);
-        matches!(len, Some(l) if c != 0 && alone && l <= c.abs() * step)
-    })
+/// The subset an access covers over all iterations of the `inner` loops (outermost first).
+fn fold(subset: &Subset, shape: &[SymExpr], inner: &[&MapParam]) -> Subset {
+    let mut folded = subset.clone();
+    for p in inner.iter().rev() {
+        let bounds = [ParamBounds {
+            name: &p.name,
+            range: &p.range,
+        }];
+        folded = folded.propagate(&bounds, shape);
+    }
+    folded
 }
 
-/// An upper bound on `end - start`, seeing through `min(a, b) ≤ a, b`.
-fn max_len(start: &SymExpr, end: &SymExpr) -> Option<i64> {
-    match end {
-        SymExpr::Min(a, b) => [max_len(start, a), max_len(start, b)]
-            .into_iter()
-            .flatten()
-            .min(),
-        _ => (end - start).as_int(),
+/// True when iterations that differ in any of `distributed` write disjoint elements of
+/// `subset`, whatever the parameters in `inner` (the loops inside, outermost first) do.
+pub fn disjoint_across(
+    subset: &Subset,
+    shape: &[SymExpr],
+    distributed: &[MapParam],
+    inner: &[&MapParam],
+) -> bool {
+    let folded = fold(subset, shape, inner);
+    distributed
+        .iter()
+        .all(|q| folded.0.iter().any(|dim| separates(dim, q, distributed)))
+}
+
+/// Whether this dimension's interval, as a function of `q` alone among the distributed
+/// parameters, is disjoint for distinct values of `q`.
+fn separates(dim: &Dim, q: &MapParam, distributed: &[MapParam]) -> bool {
+    let (lo, hi) = match dim {
+        Dim::Index(e) => (e.clone(), e + 1),
+        Dim::Range(r) => (r.start.clone(), r.end.clone()),
+    };
+    let mentions = |name: &str| lo.mentions(name) || hi.mentions(name);
+    if !mentions(&q.name)
+        || distributed
+            .iter()
+            .any(|o| o.name != q.name && mentions(&o.name))
+    {
+        return false;
     }
+    let next = |e: &SymExpr| {
+        e.substitute(
+            &q.name,
+            &(SymExpr::sym(q.name.as_str()) + q.range.step.clone()),
+        )
+    };
+    let (lo_next, hi_next) = (next(&lo), next(&hi));
+    let increasing = provably_nonneg(&(&lo_next - &hi), 4) && provably_nonneg(&(&lo_next - &lo), 4);
+    let decreasing = provably_nonneg(&(&lo - &hi_next), 4) && provably_nonneg(&(&lo - &lo_next), 4);
+    increasing || decreasing
+}
+
+/// A sound (incomplete) test for `e ≥ 0`: constants are decided; otherwise a term `−c·min(a, b)`
+/// is bounded below by `−c·a` or `−c·b` (and `+c·max(a, b)` by `+c·a` or `+c·b`) and the bound
+/// tried instead, up to `depth` replacements.
+pub fn provably_nonneg(e: &SymExpr, depth: u8) -> bool {
+    let e = e.simplify();
+    if let Some(v) = e.as_int() {
+        return v >= 0;
+    }
+    if depth == 0 {
+        return false;
+    }
+    let terms = match &e {
+        SymExpr::Add(t) => t.clone(),
+        other => vec![other.clone()],
+    };
+    for (i, term) in terms.iter().enumerate() {
+        let (coef, atom) = match term {
+            SymExpr::Mul(f) if f.len() == 2 => match (&f[0], &f[1]) {
+                (SymExpr::Int(c), atom) => (*c, atom),
+                _ => continue,
+            },
+            atom => (1, atom),
+        };
+        let options = match atom {
+            SymExpr::Min(a, b) if coef < 0 => [a, b],
+            SymExpr::Max(a, b) if coef > 0 => [a, b],
+            _ => continue,
+        };
+        for bound in options {
+            let mut replaced = terms.clone();
+            replaced[i] = bound.as_ref() * coef;
+            if provably_nonneg(&SymExpr::Add(replaced), depth - 1) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Why running a map's iterations in parallel would be wrong, if it would.
@@ -123,11 +180,11 @@ pub fn parallel_conflict(map: &MapNode, data: &BTreeMap<String, DataDesc>) -> Op
         if a.wcr.is_some() {
             continue;
         }
-        if let Some(p) = map
+        let colliding = map
             .params
             .iter()
-            .find(|p| !private_along(&a.subset, p, &map.params))
-        {
+            .find(|q| !a.subset.0.iter().any(|dim| separates(dim, q, &map.params)));
+        if let Some(p) = colliding {
             return Some(format!(
                 "the body writes {}{} without write-conflict resolution, and iterations that differ only in `{}` write the same elements",
                 a.data, a.subset, p.name
@@ -135,14 +192,6 @@ pub fn parallel_conflict(map: &MapNode, data: &BTreeMap<String, DataDesc>) -> Op
         }
     }
     None
-}
-
-/// True when a resolved write inside parallel `map` can collide across its iterations, so the
-/// generated code must update atomically.
-pub fn needs_atomic(subset: &Subset, map_params: &[MapParam]) -> bool {
-    !map_params
-        .iter()
-        .all(|p| private_along(subset, p, map_params))
 }
 
 #[cfg(test)]
@@ -157,31 +206,86 @@ mod tests {
         }
     }
 
+    fn s(n: &str) -> SymExpr {
+        SymExpr::sym(n)
+    }
+
     #[test]
-    fn tiles_are_private_along_their_tile_parameter() {
+    fn reduction_index_collides_and_row_index_does_not() {
+        let i = param("i", Range::upto(8));
+        let k = param("k", Range::upto(8));
+        let shape = [SymExpr::Int(8)];
+        let row = Subset::element([s("i")]);
+        assert!(disjoint_across(
+            &row,
+            &shape,
+            std::slice::from_ref(&i),
+            &[&k]
+        ));
+        assert!(!disjoint_across(
+            &row,
+            &shape,
+            std::slice::from_ref(&k),
+            &[]
+        ));
+        let skew = Subset::element([s("i") + s("k")]);
+        assert!(!disjoint_across(&skew, &[SymExpr::Int(16)], &[i], &[&k]));
+    }
+
+    #[test]
+    fn tiles_with_min_bounds_are_disjoint() {
+        let ii = param("ii", Range::upto(4));
         let it = param(
             "it",
-            Range {
-                start: 0.into(),
-                end: 100.into(),
-                step: 32.into(),
-            },
+            Range::new(s("ii") * 32, (s("ii") * 32 + 32).min(100.into())),
         );
-        let j = param("j", Range::upto(8));
-        let s = SymExpr::sym;
-        let tile = Subset(vec![
-            Dim::Range(Range::new(s("it"), (s("it") + 32).min(100.into()))),
-            Dim::Index(s("j")),
-        ]);
-        let all = [it.clone(), j.clone()];
-        assert!(private_along(&tile, &it, &all));
-        assert!(private_along(&tile, &j, &all));
-        let too_wide = Subset(vec![
-            Dim::Range(Range::new(s("it"), s("it") + 33)),
-            Dim::Index(s("j")),
-        ]);
-        assert!(!private_along(&too_wide, &it, &all));
-        let reduction = Subset(vec![Dim::Index(s("j"))]);
-        assert!(needs_atomic(&reduction, &all));
+        let shape = [SymExpr::Int(100)];
+        let sub = Subset::element([s("it")]);
+        assert!(disjoint_across(&sub, &shape, &[ii], &[&it]));
+    }
+
+    #[test]
+    fn proves_simple_inequalities() {
+        assert!(provably_nonneg(&SymExpr::Int(0), 1));
+        assert!(!provably_nonneg(&SymExpr::Int(-1), 1));
+        let e = s("q") * 32 + 32 - (s("q") * 32 + 32).min(s("n"));
+        assert!(provably_nonneg(&e, 2));
+        assert!(!provably_nonneg(&s("q"), 2));
+    }
+
+    #[test]
+    fn parallel_conflict_names_the_colliding_parameter() {
+        use crate::ir::{DType, DataKind, Memlet, Node, NodeId, TExpr, Tasklet};
+        let mut data = BTreeMap::new();
+        data.insert(
+            "Y".to_string(),
+            DataDesc::new(DType::F32, vec![SymExpr::Int(8)], DataKind::Output),
+        );
+        let mut body = Graph::default();
+        let t = body.add_node(Node {
+            id: NodeId(0),
+            label: "t".into(),
+            kind: NodeKind::Tasklet(Tasklet {
+                inputs: vec![],
+                outputs: vec![("y".into(), TExpr::Const(1.0))],
+            }),
+        });
+        let y = body.add_node(Node {
+            id: NodeId(1),
+            label: "Y".into(),
+            kind: NodeKind::Access("Y".into()),
+        });
+        body.add_edge(
+            t,
+            y,
+            Memlet::new("Y", Subset::element([s("i")])).from_conn("y"),
+        );
+        let map = MapNode {
+            params: vec![param("i", Range::upto(8)), param("k", Range::upto(8))],
+            schedule: crate::ir::Schedule::Sequential,
+            body,
+        };
+        let why = parallel_conflict(&map, &data).expect("conflict");
+        assert!(why.contains("differ only in `k`"), "{why}");
     }
 }

@@ -13,17 +13,30 @@ pub fn program_flops(p: &Program) -> u64 {
             continue;
         };
         let Some(op) = lookup(&lib.op) else { continue };
-        let ty = |data: &str| p.data.get(data).map(|d| TensorType::new(d.dtype, d.shape.clone()));
+        let ty = |data: &str| {
+            p.data
+                .get(data)
+                .map(|d| TensorType::new(d.dtype, d.shape.clone()))
+        };
         let mut inputs: Vec<Option<TensorType>> = Vec::new();
         for e in g.in_edges(idx) {
-            if let Some(pos) = e.memlet.dst_conn.as_deref().and_then(|c| LibraryNode::connector_index(c, "in")) {
+            if let Some(pos) = e
+                .memlet
+                .dst_conn
+                .as_deref()
+                .and_then(|c| LibraryNode::connector_index(c, "in"))
+            {
                 if inputs.len() <= pos {
                     inputs.resize(pos + 1, None);
                 }
                 inputs[pos] = ty(&e.memlet.data);
             }
         }
-        let outputs: Vec<TensorType> = g.out_edges(idx).iter().filter_map(|e| ty(&e.memlet.data)).collect();
+        let outputs: Vec<TensorType> = g
+            .out_edges(idx)
+            .iter()
+            .filter_map(|e| ty(&e.memlet.data))
+            .collect();
         total = total.saturating_add(op.flops(lib, &inputs, &outputs));
     }
     total

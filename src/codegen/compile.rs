@@ -1,0 +1,211 @@
+//! Compiling generated C with the system compiler, cached by content hash.
+//!
+//! The cache key is the SHA-256 of the source, the flags and the compiler's identity (its
+//! command and `--version` banner), so a changed compiler or flag never reuses a stale binary,
+//! while the same program compiled twice costs nothing. Weights are cached separately by their
+//! own hash: the source only holds offsets, so new weight values reuse the binary. Every cache
+//! file is written to a temporary name and renamed, so concurrent builds never see half a file.
+
+use super::{emit, CProgram, CodegenError};
+use crate::ir::Program;
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Flags for every build: optimise for this machine, OpenMP on, FMA contraction allowed.
+const FLAGS: &[&str] = &["-O3", "-march=native", "-fopenmp", "-std=c11"];
+/// Linked after the source, where the linker needs libraries.
+const LIBS: &[&str] = &["-lm"];
+/// Lines of compiler output kept in an error.
+const STDERR_LINES: usize = 30;
+
+/// How to build: the compiler command line, the flags and where to cache results.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildConfig {
+    /// The compiler and any leading arguments (split on whitespace, like `$CC`).
+    pub compiler: String,
+    pub flags: Vec<String>,
+    pub cache: PathBuf,
+}
+
+impl BuildConfig {
+    /// `$CC` (default `cc`), the standard flags, and [`cache_dir`].
+    pub fn from_env() -> Self {
+        let compiler = std::env::var("CC")
+            .ok()
+            .filter(|c| !c.trim().is_empty())
+            .unwrap_or_else(|| "cc".to_string());
+        BuildConfig {
+            compiler,
+            flags: FLAGS.iter().map(|f| f.to_string()).collect(),
+            cache: cache_dir(),
+        }
+    }
+}
+
+/// `$DMOVE_CACHE`, else `${XDG_CACHE_HOME:-$HOME/.cache}/dmove`, else the temp directory.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("DMOVE_CACHE") {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("dmove")
+}
+
+/// A compiled program, ready to run.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub(crate) program: CProgram,
+    pub(crate) binary: PathBuf,
+    pub(crate) weights: PathBuf,
+}
+
+impl Compiled {
+    /// Emits, compiles (or reuses the cached binary) with [`BuildConfig::from_env`].
+    pub fn build(p: &Program) -> Result<Compiled, CodegenError> {
+        Compiled::build_with(p, &BuildConfig::from_env())
+    }
+
+    pub fn build_with(p: &Program, config: &BuildConfig) -> Result<Compiled, CodegenError> {
+        Compiled::from_c(emit(p)?, config)
+    }
+
+    /// Compiles already generated C.
+    pub fn from_c(program: CProgram, config: &BuildConfig) -> Result<Compiled, CodegenError> {
+        let cache = &config.cache;
+        std::fs::create_dir_all(cache).map_err(CodegenError::io(format!(
+            "creating cache directory {}",
+            cache.display()
+        )))?;
+        let (cmd, lead) = split_command(&config.compiler);
+        let key = sha256_hex(&[
+            program.source.as_bytes(),
+            config.flags.join(" ").as_bytes(),
+            config.compiler.as_bytes(),
+            compiler_identity(&cmd, &lead).as_bytes(),
+        ]);
+        let binary = cache.join(format!("{key}.bin"));
+        if !binary.is_file() {
+            let source = cache.join(format!("{key}.c"));
+            write_atomic(&source, program.source.as_bytes())?;
+            compile(config, &cmd, &lead, &source, &binary)?;
+        }
+        let weights = cache.join(format!("{}.weights", sha256_hex(&[&program.weights])));
+        if !weights.is_file() {
+            write_atomic(&weights, &program.weights)?;
+        }
+        Ok(Compiled {
+            program,
+            binary,
+            weights,
+        })
+    }
+
+    /// The generated C source.
+    pub fn source(&self) -> &str {
+        &self.program.source
+    }
+
+    pub fn program(&self) -> &CProgram {
+        &self.program
+    }
+
+    pub fn binary_path(&self) -> &Path {
+        &self.binary
+    }
+}
+
+fn split_command(command: &str) -> (String, Vec<String>) {
+    let mut parts = command.split_whitespace().map(str::to_string);
+    let cmd = parts.next().unwrap_or_else(|| "cc".to_string());
+    (cmd, parts.collect())
+}
+
+/// The compiler's `--version` banner (empty when it has none), part of the cache key.
+fn compiler_identity(cmd: &str, lead: &[String]) -> String {
+    Command::new(cmd)
+        .args(lead)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// Compiles `source` into a private temporary directory, then renames the binary into place.
+fn compile(
+    config: &BuildConfig,
+    cmd: &str,
+    lead: &[String],
+    source: &Path,
+    binary: &Path,
+) -> Result<(), CodegenError> {
+    let staging = tempfile::Builder::new()
+        .prefix(".build-")
+        .tempdir_in(&config.cache)
+        .map_err(CodegenError::io("creating a build directory"))?;
+    let out = staging.path().join("prog");
+    let result = Command::new(cmd)
+        .args(lead)
+        .args(&config.flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(source)
+        .args(LIBS)
+        .output()
+        .map_err(CodegenError::io(format!(
+            "running the C compiler `{}`",
+            config.compiler
+        )))?;
+    if !result.status.success() || !out.is_file() {
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        let mut text = head(&stderr, STDERR_LINES);
+        if text.is_empty() {
+            text = format!("(no diagnostics; {})", result.status);
+        }
+        return Err(CodegenError::Compile {
+            compiler: config.compiler.clone(),
+            stderr: text,
+            source_path: source.to_path_buf(),
+        });
+    }
+    std::fs::rename(&out, binary).map_err(CodegenError::io(format!(
+        "moving the binary to {}",
+        binary.display()
+    )))
+}
+
+/// The first `n` lines of `text`, with a note when more were cut.
+pub(crate) fn head(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = lines.iter().take(n).copied().collect::<Vec<_>>().join("\n");
+    if lines.len() > n {
+        out.push_str(&format!("\n… ({} more lines)", lines.len() - n));
+    }
+    out
+}
+
+fn sha256_hex(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    hex::encode(h.finalize())
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CodegenError> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let context = format!("writing {}", path.display());
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).map_err(CodegenError::io(context.clone()))?;
+    tmp.write_all(bytes)
+        .map_err(CodegenError::io(context.clone()))?;
+    tmp.persist(path)
+        .map(|_| ())
+        .map_err(|e| CodegenError::io(context)(e.error))
+}

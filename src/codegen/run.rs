@@ -1,0 +1,154 @@
+//! Running a compiled program: inputs are checked, written as raw little-endian files into a
+//! temporary directory, the binary is run, and outputs and timings are read back.
+
+use super::compile::{head, Compiled};
+use super::{CArg, CodegenError};
+use crate::ir::{Buffer, DType, Tensor};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// Lines of the program's stderr kept in an error.
+const STDERR_LINES: usize = 20;
+
+impl Compiled {
+    /// Runs the program once on `inputs` (by name) and returns its outputs by name.
+    pub fn run(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<BTreeMap<String, Tensor>, CodegenError> {
+        Ok(self.execute(inputs, 0, 1)?.0)
+    }
+
+    /// Runs `warmup` untimed then `reps` timed calls of the entry point in one process and
+    /// returns the wall time of each timed call in milliseconds (start-up and I/O excluded).
+    pub fn bench(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        warmup: usize,
+        reps: usize,
+    ) -> Result<Vec<f64>, CodegenError> {
+        Ok(self.execute(inputs, warmup, reps)?.1)
+    }
+
+    fn execute(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        warmup: usize,
+        reps: usize,
+    ) -> Result<(BTreeMap<String, Tensor>, Vec<f64>), CodegenError> {
+        check_inputs(&self.program.inputs, inputs)?;
+        let dir = tempfile::Builder::new()
+            .prefix("dmove-run-")
+            .tempdir()
+            .map_err(CodegenError::io("creating a run directory"))?;
+        for (k, arg) in self.program.inputs.iter().enumerate() {
+            let path = dir.path().join(format!("in{k}.bin"));
+            std::fs::write(&path, inputs[&arg.name].to_le_bytes())
+                .map_err(CodegenError::io(format!("writing {}", path.display())))?;
+        }
+        let result = Command::new(&self.binary)
+            .arg(&self.weights)
+            .arg(dir.path())
+            .arg(warmup.to_string())
+            .arg(reps.to_string())
+            .output()
+            .map_err(CodegenError::io(format!(
+                "running {}",
+                self.binary.display()
+            )))?;
+        if !result.status.success() {
+            return Err(CodegenError::Run {
+                status: result.status.to_string(),
+                stderr: head(&String::from_utf8_lossy(&result.stderr), STDERR_LINES),
+            });
+        }
+        let mut outputs = BTreeMap::new();
+        for (k, arg) in self.program.outputs.iter().enumerate() {
+            let bytes = read(&dir.path().join(format!("out{k}.bin")))?;
+            outputs.insert(arg.name.clone(), decode(arg, &bytes)?);
+        }
+        let times = String::from_utf8_lossy(&read(&dir.path().join("times.txt"))?).into_owned();
+        let times: Vec<f64> = times
+            .lines()
+            .map(|l| {
+                l.trim()
+                    .parse::<f64>()
+                    .map_err(|_| CodegenError::BadOutput(format!("timing line `{l}`")))
+            })
+            .collect::<Result<_, _>>()?;
+        if times.len() != reps {
+            return Err(CodegenError::BadOutput(format!(
+                "{} timings for {reps} repetitions",
+                times.len()
+            )));
+        }
+        Ok((outputs, times))
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, CodegenError> {
+    std::fs::read(path).map_err(CodegenError::io(format!("reading {}", path.display())))
+}
+
+fn describe(dtype: DType, shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("{dtype}[{}]", dims.join(", "))
+}
+
+/// Every expected input present with its dtype and shape, and nothing else.
+fn check_inputs(expected: &[CArg], given: &BTreeMap<String, Tensor>) -> Result<(), CodegenError> {
+    if let Some(extra) = given
+        .keys()
+        .find(|n| !expected.iter().any(|a| &a.name == *n))
+    {
+        let names: Vec<&str> = expected.iter().map(|a| a.name.as_str()).collect();
+        return Err(CodegenError::UnexpectedInput {
+            name: extra.clone(),
+            expected: names.join(", "),
+        });
+    }
+    for arg in expected {
+        let t = given
+            .get(&arg.name)
+            .ok_or_else(|| CodegenError::MissingInput {
+                name: arg.name.clone(),
+            })?;
+        if t.dtype() != arg.dtype || t.shape != arg.shape || t.len() != arg.elements() {
+            return Err(CodegenError::InputMismatch {
+                name: arg.name.clone(),
+                expected: describe(arg.dtype, &arg.shape),
+                got: describe(t.dtype(), &t.shape),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A tensor from the raw little-endian bytes the harness wrote.
+fn decode(arg: &CArg, bytes: &[u8]) -> Result<Tensor, CodegenError> {
+    if bytes.len() != arg.bytes() {
+        return Err(CodegenError::BadOutput(format!(
+            "output `{}` has {} bytes, expected {}",
+            arg.name,
+            bytes.len(),
+            arg.bytes()
+        )));
+    }
+    fn words<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
+        bytes
+            .chunks_exact(N)
+            .map(|c| c.try_into().expect("chunks_exact yields N bytes"))
+    }
+    let data = match arg.dtype {
+        DType::F32 => Buffer::F32(words(bytes).map(f32::from_le_bytes).collect()),
+        DType::F64 => Buffer::F64(words(bytes).map(f64::from_le_bytes).collect()),
+        DType::I64 => Buffer::I64(words(bytes).map(i64::from_le_bytes).collect()),
+        DType::I32 => Buffer::I32(words(bytes).map(i32::from_le_bytes).collect()),
+        DType::Bool => Buffer::Bool(bytes.iter().map(|b| *b != 0).collect()),
+    };
+    Ok(Tensor {
+        shape: arg.shape.clone(),
+        data,
+    })
+}

@@ -1,0 +1,552 @@
+//! Emitting one scope's dataflow graph as C statements: maps become loop nests with OpenMP
+//! pragmas, tasklets become blocks of loads, a computation and stores, and access→access edges
+//! become copy loops. Nodes are emitted in [`Graph::ordered`] order, which respects every
+//! dependence.
+
+use super::emit::{Class, DataInfo};
+use super::expr::{self, ctype, from_float, to_float};
+use super::names::{comment_text, Names};
+use super::{CodegenError, Unlowered};
+use crate::check::race::disjoint_across;
+use crate::ir::{
+    DType, Dim, Graph, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Subset,
+    SymExpr, TExpr, Tasklet, Wcr,
+};
+use petgraph::stable_graph::NodeIndex;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// An indenting line writer.
+#[derive(Default)]
+pub(crate) struct Writer {
+    out: String,
+    indent: usize,
+}
+
+impl Writer {
+    pub fn line(&mut self, s: impl AsRef<str>) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+
+    /// Appends pre-formatted text verbatim.
+    pub fn raw(&mut self, s: &str) {
+        self.out.push_str(s);
+    }
+
+    /// A line ending in `{`; following lines are indented until [`Writer::close`].
+    fn open(&mut self, s: impl AsRef<str>) {
+        self.line(s);
+        self.indent += 1;
+    }
+
+    fn close(&mut self) {
+        self.indent = self.indent.saturating_sub(1);
+        self.line("}");
+    }
+
+    pub fn into_string(self) -> String {
+        self.out
+    }
+}
+
+/// One enclosing map while its body is emitted.
+struct Level {
+    id: NodeId,
+    params: Vec<MapParam>,
+}
+
+/// Emits the statements of `dm_run`, tracking which loops enclose the current node.
+pub(crate) struct Emitter<'a> {
+    data: &'a BTreeMap<String, DataInfo>,
+    names: &'a mut Names,
+    w: Writer,
+    /// IR parameter name → C loop variable, for the parameters in scope.
+    params: BTreeMap<String, String>,
+    levels: Vec<Level>,
+    /// The map that opened the OpenMP parallel region (index into `levels`) and how many of its
+    /// leading parameters are distributed over threads.
+    parallel: Option<(usize, usize)>,
+    /// Names used in expressions that are neither bound symbols nor parameters in scope.
+    unbound: BTreeSet<String>,
+}
+
+impl<'a> Emitter<'a> {
+    pub fn new(data: &'a BTreeMap<String, DataInfo>, names: &'a mut Names, indent: usize) -> Self {
+        Emitter {
+            data,
+            names,
+            w: Writer {
+                out: String::new(),
+                indent,
+            },
+            params: BTreeMap::new(),
+            levels: Vec::new(),
+            parallel: None,
+            unbound: BTreeSet::new(),
+        }
+    }
+
+    /// The statements written and the unresolved names met on the way.
+    pub fn finish(self) -> (String, BTreeSet<String>) {
+        (self.w.into_string(), self.unbound)
+    }
+
+    /// Declares the local arrays and scalars that live in the scope `path` (map ids, outermost
+    /// first; empty for the top of `dm_run`). They are zeroed, like every container.
+    pub fn declare_scope(&mut self, path: &[NodeId]) {
+        for (name, d) in self.data {
+            let t = ctype(d.dtype);
+            match &d.class {
+                Class::Local { scope } if scope == path => self.w.line(format!(
+                    "{t} {}[{}] = {{0}}; /* {} */",
+                    d.cname,
+                    d.elements().max(1),
+                    comment_text(name)
+                )),
+                Class::Scalar { scope } if scope == path => {
+                    self.w
+                        .line(format!("{t} {} = 0; /* {} */", d.cname, comment_text(name)))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub fn graph(&mut self, g: &Graph) -> Result<(), CodegenError> {
+        for idx in g.ordered() {
+            let node = g.node(idx);
+            match &node.kind {
+                NodeKind::Access(src) => {
+                    for e in g.out_edges(idx) {
+                        if let NodeKind::Access(dst) = &g.node(e.other).kind {
+                            self.copy(node.id, src, dst, &e.memlet.subset)?;
+                        }
+                    }
+                }
+                NodeKind::Map(m) => self.map(node, m)?,
+                NodeKind::Tasklet(t) => self.tasklet(g, idx, node, t)?,
+                NodeKind::Library(lib) => {
+                    return Err(CodegenError::NotLowered(vec![Unlowered {
+                        id: node.id,
+                        label: node.label.clone(),
+                        op: lib.op.clone(),
+                    }]))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn info(&self, data: &str) -> Result<&'a DataInfo, CodegenError> {
+        let all: &'a BTreeMap<String, DataInfo> = self.data;
+        all.get(data).ok_or_else(|| CodegenError::BadData {
+            data: data.to_string(),
+            message: "is used but never declared".into(),
+        })
+    }
+
+    fn c_sym(&mut self, e: &SymExpr) -> String {
+        let (params, unbound) = (&self.params, &mut self.unbound);
+        expr::sym(e, &mut |s| lookup(params, unbound, s))
+    }
+
+    fn c_texpr(&mut self, e: &TExpr, inputs: &BTreeMap<String, String>) -> String {
+        let (params, unbound) = (&self.params, &mut self.unbound);
+        expr::texpr(e, inputs, &mut |s| lookup(params, unbound, s))
+    }
+
+    /// Copies `subset` of `src` into the same subset of `dst` (a no-op between two versions of
+    /// the same container).
+    fn copy(
+        &mut self,
+        id: NodeId,
+        src: &str,
+        dst: &str,
+        subset: &Subset,
+    ) -> Result<(), CodegenError> {
+        if src == dst {
+            return Ok(());
+        }
+        let (s, d) = (self.info(src)?, self.info(dst)?);
+        if subset.rank() != s.shape.len() || subset.rank() != d.shape.len() {
+            return Err(malformed(
+                id,
+                format!("copy {subset} does not fit both containers"),
+            ));
+        }
+        self.w.line(format!("/* {id} copy */"));
+        self.w.open("{");
+        let mut parts = Vec::new();
+        let mut loops = 0;
+        for dim in &subset.0 {
+            match dim {
+                Dim::Index(e) => parts.push(self.c_sym(e)),
+                Dim::Range(r) => {
+                    let v = self.names.fresh("p_", "copy");
+                    self.for_loop(&v, &r.start, &r.end, &r.step);
+                    parts.push(v);
+                    loops += 1;
+                }
+            }
+        }
+        let value = s.element(&flat(&parts, &s.shape));
+        let value = if s.dtype == d.dtype {
+            value
+        } else {
+            from_float(&to_float(&value, s.dtype), d.dtype)
+        };
+        self.w
+            .line(format!("{} = {value};", d.element(&flat(&parts, &d.shape))));
+        for _ in 0..=loops {
+            self.w.close();
+        }
+        Ok(())
+    }
+
+    fn for_loop(&mut self, var: &str, start: &SymExpr, end: &SymExpr, step: &SymExpr) {
+        let (a, b, s) = (self.c_sym(start), self.c_sym(end), self.c_sym(step));
+        self.w.open(format!(
+            "for (int64_t {var} = {a}; {var} < {b}; {var} += {s}) {{"
+        ));
+    }
+
+    /// One `for` per parameter, outermost first, with the schedule's pragma; then the locals of
+    /// this scope and the body.
+    fn map(&mut self, node: &Node, m: &MapNode) -> Result<(), CodegenError> {
+        let parallel_here =
+            m.schedule == Schedule::Parallel && self.parallel.is_none() && !m.params.is_empty();
+        let collapse = if parallel_here {
+            self.distributed_count(node.id, m)
+        } else {
+            0
+        };
+        let simd = m.schedule == Schedule::Vector && self.simd_safe(node.id, m);
+        self.w.line(format!(
+            "/* {} map {} ({}) */",
+            node.id,
+            comment_text(&node.label),
+            m.schedule.name()
+        ));
+        if m.schedule == Schedule::Vector && !simd {
+            self.w
+                .line("/* no omp simd: lanes might write the same element */");
+        }
+        if m.params.is_empty() {
+            self.w.open("{");
+        }
+        let last = m.params.len().saturating_sub(1);
+        for (j, p) in m.params.iter().enumerate() {
+            let var = self.names.fresh("p_", &p.name);
+            if j == 0 && parallel_here {
+                match collapse {
+                    1 => self.w.line("#pragma omp parallel for"),
+                    k => self
+                        .w
+                        .line(format!("#pragma omp parallel for collapse({k})")),
+                }
+            }
+            if j == last && simd {
+                self.w.line("#pragma omp simd");
+            }
+            if j == last && m.schedule == Schedule::Unrolled {
+                self.w.line("#pragma GCC unroll 16");
+            }
+            self.for_loop(&var, &p.range.start, &p.range.end, &p.range.step);
+            self.params.insert(p.name.clone(), var);
+        }
+        self.levels.push(Level {
+            id: node.id,
+            params: m.params.clone(),
+        });
+        if parallel_here {
+            self.parallel = Some((self.levels.len() - 1, collapse));
+        }
+        let path: Vec<NodeId> = self.levels.iter().map(|l| l.id).collect();
+        self.declare_scope(&path);
+        self.graph(&m.body)?;
+        self.levels.pop();
+        if parallel_here {
+            self.parallel = None;
+        }
+        for p in &m.params {
+            self.params.remove(&p.name);
+        }
+        for _ in 0..m.params.len().max(1) {
+            self.w.close();
+        }
+        Ok(())
+    }
+
+    /// `omp simd` promises no dependences between lanes, so it is only emitted when every write
+    /// in the body provably goes to a distinct element per value of the innermost parameter.
+    fn simd_safe(&self, id: NodeId, m: &MapNode) -> bool {
+        match m.params.split_last() {
+            Some((lane, _)) => self.writes_disjoint(id, &m.body, std::slice::from_ref(lane), &[]),
+            None => false,
+        }
+    }
+
+    /// How many leading parameters of a parallel map to distribute over threads: as many as
+    /// can be collapsed, but no more than keep every write thread-disjoint (so a reduction
+    /// parameter stays sequential inside each thread instead of costing atomics); when even
+    /// the first parameter conflicts, atomics are unavoidable and all collapsible ones are used.
+    fn distributed_count(&self, id: NodeId, m: &MapNode) -> usize {
+        let max = collapsible(&m.params);
+        (1..=max)
+            .rev()
+            .find(|&k| {
+                let rest: Vec<&MapParam> = m.params[k..].iter().collect();
+                self.writes_disjoint(id, &m.body, &m.params[..k], &rest)
+            })
+            .unwrap_or(max)
+    }
+
+    /// Whether every write in `body` (of map `id`) to a container not private to the map is
+    /// disjoint across values of `distributed`; `around` are the map's own parameters that vary
+    /// inside one thread or lane.
+    fn writes_disjoint(
+        &self,
+        id: NodeId,
+        body: &Graph,
+        distributed: &[MapParam],
+        around: &[&MapParam],
+    ) -> bool {
+        let mut writes = Vec::new();
+        collect_writes(body, &mut around.to_vec(), &mut writes);
+        writes
+            .iter()
+            .all(|(memlet, inner)| match self.data.get(&memlet.data) {
+                Some(d) => {
+                    d.private_to(id)
+                        || disjoint_across(&memlet.subset, &sym_shape(d), distributed, inner)
+                }
+                None => false,
+            })
+    }
+
+    /// Loads every input connector into a `const` local, then stores every output.
+    fn tasklet(
+        &mut self,
+        g: &Graph,
+        idx: NodeIndex,
+        node: &Node,
+        t: &Tasklet,
+    ) -> Result<(), CodegenError> {
+        self.w.line(format!(
+            "/* {} tasklet {} */",
+            node.id,
+            comment_text(&node.label)
+        ));
+        self.w.open("{");
+        let mut locals = Names::default();
+        let mut ins: BTreeMap<String, (String, DType)> = BTreeMap::new();
+        for e in g.in_edges(idx) {
+            let conn = e
+                .memlet
+                .dst_conn
+                .as_ref()
+                .filter(|c| t.inputs.contains(c))
+                .ok_or_else(|| {
+                    malformed(
+                        node.id,
+                        format!("in-edge on unknown connector {:?}", e.memlet.dst_conn),
+                    )
+                })?;
+            let d = self.info(&e.memlet.data)?;
+            let flat = self.element_index(node.id, d, &e.memlet.subset)?;
+            let c = locals.fresh("c_", conn);
+            self.w.line(format!(
+                "const {} {c} = {};",
+                ctype(d.dtype),
+                d.element(&flat)
+            ));
+            ins.insert(conn.clone(), (c, d.dtype));
+        }
+        if let Some(missing) = t.inputs.iter().find(|c| !ins.contains_key(*c)) {
+            return Err(malformed(
+                node.id,
+                format!("input connector `{missing}` is not connected"),
+            ));
+        }
+        let floats: BTreeMap<String, String> = ins
+            .iter()
+            .map(|(k, (c, d))| (k.clone(), to_float(c, *d)))
+            .collect();
+        for e in g.out_edges(idx) {
+            let expr = t
+                .outputs
+                .iter()
+                .find(|(n, _)| Some(n) == e.memlet.src_conn.as_ref())
+                .map(|(_, x)| x)
+                .ok_or_else(|| {
+                    malformed(
+                        node.id,
+                        format!("out-edge on unknown connector {:?}", e.memlet.src_conn),
+                    )
+                })?;
+            if let Some(unknown) = expr.inputs().into_iter().find(|c| !floats.contains_key(c)) {
+                return Err(malformed(
+                    node.id,
+                    format!("expression reads unknown input `{unknown}`"),
+                ));
+            }
+            let d = self.info(&e.memlet.data)?;
+            let flat = self.element_index(node.id, d, &e.memlet.subset)?;
+            let value = match expr {
+                TExpr::Input(c) if ins[c].1 == d.dtype => ins[c].0.clone(),
+                _ => from_float(&self.c_texpr(expr, &floats), d.dtype),
+            };
+            let atomic = e.memlet.wcr.is_some() && self.shared_conflict(d, &e.memlet.subset);
+            self.store(d, &flat, e.memlet.wcr, &value, atomic);
+        }
+        self.w.close();
+        Ok(())
+    }
+
+    /// Whether threads of the enclosing parallel region may update the same element.
+    fn shared_conflict(&self, d: &DataInfo, subset: &Subset) -> bool {
+        let Some((at, k)) = self.parallel else {
+            return false;
+        };
+        let region = &self.levels[at];
+        if d.private_to(region.id) {
+            return false;
+        }
+        let inner: Vec<&MapParam> = region.params[k..]
+            .iter()
+            .chain(self.levels[at + 1..].iter().flat_map(|l| l.params.iter()))
+            .collect();
+        !disjoint_across(subset, &sym_shape(d), &region.params[..k], &inner)
+    }
+
+    fn store(&mut self, d: &DataInfo, flat: &str, wcr: Option<Wcr>, value: &str, atomic: bool) {
+        let lhs = d.element(flat);
+        let tag = expr::tag(d.dtype);
+        match wcr {
+            None => self.w.line(format!("{lhs} = {value};")),
+            Some(op @ (Wcr::Sum | Wcr::Prod)) => {
+                if atomic {
+                    self.w.line("#pragma omp atomic");
+                }
+                let sign = if op == Wcr::Sum { '+' } else { '*' };
+                self.w.line(format!("{lhs} {sign}= {value};"));
+            }
+            Some(op @ (Wcr::Max | Wcr::Min)) => {
+                let name = op.name();
+                if atomic {
+                    self.w
+                        .line(format!("dm_atomic_{name}_{tag}(&{lhs}, {value});"));
+                } else {
+                    self.w
+                        .line(format!("{lhs} = dm_{name}_{tag}({lhs}, {value});"));
+                }
+            }
+        }
+    }
+
+    /// The row-major flat index of a single-element subset.
+    fn element_index(
+        &mut self,
+        id: NodeId,
+        d: &DataInfo,
+        subset: &Subset,
+    ) -> Result<String, CodegenError> {
+        if subset.rank() != d.shape.len() {
+            return Err(malformed(
+                id,
+                format!(
+                    "subset {subset} has rank {} but the container has {}",
+                    subset.rank(),
+                    d.shape.len()
+                ),
+            ));
+        }
+        let mut parts = Vec::new();
+        for dim in &subset.0 {
+            match dim {
+                Dim::Index(e) => parts.push(self.c_sym(e)),
+                Dim::Range(_) => {
+                    return Err(malformed(
+                        id,
+                        format!("tasklet memlet {subset} is not one element"),
+                    ))
+                }
+            }
+        }
+        Ok(flat(&parts, &d.shape))
+    }
+}
+
+fn lookup(params: &BTreeMap<String, String>, unbound: &mut BTreeSet<String>, s: &str) -> String {
+    match params.get(s) {
+        Some(c) => c.clone(),
+        None => {
+            unbound.insert(s.to_string());
+            "0".to_string()
+        }
+    }
+}
+
+fn malformed(id: NodeId, message: String) -> CodegenError {
+    CodegenError::Malformed { id, message }
+}
+
+/// `((i0 * d1 + i1) * d2 + i2)` from per-dimension C index expressions.
+fn flat(parts: &[String], shape: &[usize]) -> String {
+    let mut it = parts.iter().zip(shape);
+    let Some((first, _)) = it.next() else {
+        return "0".to_string();
+    };
+    it.fold(first.clone(), |acc, (p, d)| format!("({acc} * {d} + {p})"))
+}
+
+fn sym_shape(d: &DataInfo) -> Vec<SymExpr> {
+    d.shape.iter().map(|&n| SymExpr::from(n)).collect()
+}
+
+/// Leading parameters whose ranges do not depend on each other: they form one rectangular
+/// iteration space that OpenMP may collapse.
+fn collapsible(params: &[MapParam]) -> usize {
+    let mut k = 1;
+    while k < params.len() {
+        let earlier = &params[..k];
+        let r = &params[k].range;
+        let depends = [&r.start, &r.end, &r.step]
+            .iter()
+            .any(|e| earlier.iter().any(|p| e.mentions(&p.name)));
+        if depends {
+            break;
+        }
+        k += 1;
+    }
+    k
+}
+
+/// Every element write in `g` and nested scopes (edges into access nodes that do not leave a
+/// map, whose writes are collected inside it), with the parameters of the maps around it.
+fn collect_writes<'g>(
+    g: &'g Graph,
+    inner: &mut Vec<&'g MapParam>,
+    out: &mut Vec<(&'g Memlet, Vec<&'g MapParam>)>,
+) {
+    for idx in g.g.node_indices() {
+        match &g.node(idx).kind {
+            NodeKind::Map(m) => {
+                let depth = inner.len();
+                inner.extend(m.params.iter());
+                collect_writes(&m.body, inner, out);
+                inner.truncate(depth);
+            }
+            _ => {
+                for e in g.out_edges(idx) {
+                    if matches!(g.node(e.other).kind, NodeKind::Access(_)) {
+                        out.push((e.memlet, inner.clone()));
+                    }
+                }
+            }
+        }
+    }
+}
