@@ -1,5 +1,311 @@
-//! (to be written)
+//! Conv: grouped, strided, dilated, padded convolution over any number of spatial axes (NC…).
 
-use super::Operator;
+use super::expand::elementwise_index;
+use super::window::{
+    float_input, multi_indices, offset, same_dim, static_dims, sym_shape, tap, tensor_input, Tap,
+    Window,
+};
+use super::{ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::build::{In, Out};
+use crate::ir::{BinOp, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
 
-pub static OPS: &[&dyn Operator] = &[];
+pub static OPS: &[&dyn Operator] = &[&Conv];
+
+const NAME: &str = "Conv";
+
+/// `Y[n, m, o…] = B[m] + Σ_{c, k…} X[n, g·C/group + c, o·s − pad + k·d…] · W[m, c, k…]` with
+/// `g = m / (M/group)`, padding reading as zero.
+pub struct Conv;
+
+/// The sizes of one convolution, derived from its input shapes and attributes.
+struct ConvShape {
+    batch: SymExpr,
+    out_channels: i64,
+    group: i64,
+    /// Input channels each group reads (`C / group`, the second dimension of W).
+    in_per_group: i64,
+    window: Window,
+}
+
+impl ConvShape {
+    fn new(
+        node: &LibraryNode,
+        x: &[SymExpr],
+        w: &[SymExpr],
+        bias: Option<&[SymExpr]>,
+    ) -> Result<ConvShape, OpError> {
+        if x.len() < 3 {
+            return Err(OpError::shape(
+                NAME,
+                format!(
+                    "input X must have rank at least 3 (N, C, spatial…), got rank {}",
+                    x.len()
+                ),
+            ));
+        }
+        if w.len() != x.len() {
+            return Err(OpError::shape(
+                NAME,
+                format!("weights W have rank {} but X has rank {}", w.len(), x.len()),
+            ));
+        }
+        let group = node.int("group").unwrap_or(1);
+        if group < 1 {
+            return Err(OpError::attr(
+                NAME,
+                "group",
+                format!("{group} is not positive"),
+            ));
+        }
+        let dims = static_dims(
+            NAME,
+            "channel counts",
+            &[x[1].clone(), w[0].clone(), w[1].clone()],
+        )?;
+        let (channels, out_channels, in_per_group) = (dims[0], dims[1], dims[2]);
+        if channels != in_per_group * group {
+            return Err(OpError::shape(
+                NAME,
+                format!(
+                    "X has {channels} channels but W expects {in_per_group}·group = {}",
+                    in_per_group * group
+                ),
+            ));
+        }
+        if out_channels % group != 0 {
+            return Err(OpError::shape(
+                NAME,
+                format!("W has {out_channels} output channels, not divisible by group {group}"),
+            ));
+        }
+        let kernel = &w[2..];
+        if let Some(ks) = node.ints("kernel_shape") {
+            let agrees = ks.len() == kernel.len()
+                && ks
+                    .iter()
+                    .zip(kernel)
+                    .all(|(a, b)| (b - *a).simplify() == SymExpr::Int(0));
+            if !agrees {
+                return Err(OpError::attr(
+                    NAME,
+                    "kernel_shape",
+                    format!("{ks:?} disagrees with the spatial shape of W {kernel:?}"),
+                ));
+            }
+        }
+        if let Some(b) = bias {
+            let bad = || format!("bias B has shape {b:?}, expected [{out_channels}]");
+            if b.len() != 1 {
+                return Err(OpError::shape(NAME, bad()));
+            }
+            same_dim(NAME, &b[0], &SymExpr::Int(out_channels), bad)?;
+        }
+        let window = Window::from_attrs(NAME, node, &x[2..], kernel, false)?;
+        Ok(ConvShape {
+            batch: x[0].clone(),
+            out_channels,
+            group,
+            in_per_group,
+            window,
+        })
+    }
+
+    fn output_shape(&self) -> Vec<SymExpr> {
+        let mut s = vec![self.batch.clone(), SymExpr::Int(self.out_channels)];
+        s.extend(self.window.output_shape());
+        s
+    }
+
+    /// Output channels per group.
+    fn out_per_group(&self) -> i64 {
+        self.out_channels / self.group
+    }
+}
+
+/// Shapes of the optional bias input.
+fn bias_shape(inputs: &[Option<TensorType>]) -> Result<Option<&[SymExpr]>, OpError> {
+    match inputs.get(2).and_then(|t| t.as_ref()) {
+        None => Ok(None),
+        Some(_) => Ok(Some(
+            float_input(NAME, inputs, 2, "bias B")?.shape.as_slice(),
+        )),
+    }
+}
+
+impl Operator for Conv {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        (2, 3)
+    }
+
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        _consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        let x = float_input(NAME, inputs, 0, "input X")?;
+        let w = float_input(NAME, inputs, 1, "weights W")?;
+        if w.dtype != x.dtype {
+            return Err(OpError::shape(
+                NAME,
+                format!("W has element type {} but X has {}", w.dtype, x.dtype),
+            ));
+        }
+        let shape = ConvShape::new(node, &x.shape, &w.shape, bias_shape(inputs)?)?;
+        Ok(vec![TensorType::new(x.dtype, shape.output_shape())])
+    }
+
+    fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        let x = tensor_input(NAME, inputs, 0, "input X")?;
+        let w = tensor_input(NAME, inputs, 1, "weights W")?;
+        let bias = inputs.get(2).copied().flatten();
+        let b_shape = bias.map(|b| sym_shape(&b.shape));
+        let shape = ConvShape::new(
+            node,
+            &sym_shape(&x.shape),
+            &sym_shape(&w.shape),
+            b_shape.as_deref(),
+        )?;
+        let axes = shape.window.concrete(NAME)?;
+        let out_spatial: Vec<usize> = axes.iter().map(|a| a.output as usize).collect();
+        let kernel: Vec<usize> = axes.iter().map(|a| a.kernel as usize).collect();
+        let (cg, mg) = (shape.in_per_group as usize, shape.out_per_group() as usize);
+        let (xs, ws) = (x.strides(), w.strides());
+        let mut y = Vec::new();
+        for n in 0..x.shape[0] {
+            for m in 0..shape.out_channels as usize {
+                let g = m / mg;
+                for o in multi_indices(&out_spatial) {
+                    let mut acc = bias.map_or(0.0, |b| b.get_f64(m));
+                    for c in 0..cg {
+                        for k in multi_indices(&kernel) {
+                            let Tap::Input(at) = tap(&axes, &o, &k) else {
+                                continue;
+                            };
+                            let xo = n * xs[0] + (g * cg + c) * xs[1] + offset(&xs[2..], &at);
+                            let wo = m * ws[0] + c * ws[1] + offset(&ws[2..], &k);
+                            acc += x.get_f64(xo) * w.get_f64(wo);
+                        }
+                    }
+                    y.push(acc);
+                }
+            }
+        }
+        let mut out_shape = vec![x.shape[0], shape.out_channels as usize];
+        out_shape.extend(&out_spatial);
+        Ok(vec![Tensor::from_f64(x.dtype(), out_shape, &y)])
+    }
+
+    /// An init map writing the bias (or zero) into Y, then one accumulation map over
+    /// `(n, [g,] m, o…, c, k…)` adding `X·W` with a sum write-conflict. Padded positions read a
+    /// clamped in-bounds element and contribute zero through a select on the index.
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        let (x, xd) = ctx.input(0)?.clone();
+        let (w, wd) = ctx.input(1)?.clone();
+        let bias = ctx.inputs.get(2).cloned().flatten();
+        let (y, yd) = ctx.output(0)?.clone();
+        let shape = ConvShape::new(
+            ctx.node,
+            &xd.shape,
+            &wd.shape,
+            bias.as_ref().map(|(_, d)| d.shape.as_slice()),
+        )?;
+        let label = ctx.label.clone();
+
+        let (params, idx) = elementwise_index(&yd.shape);
+        let (init_in, init_value) = match &bias {
+            Some((b, _)) => (
+                vec![In("b", b, Subset::element([idx[1].clone()]))],
+                TExpr::input("b"),
+            ),
+            None => (vec![], TExpr::Const(0.0)),
+        };
+        let params_ref = params
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.clone()))
+            .collect();
+        ctx.b.map(
+            &format!("{label}_init"),
+            params_ref,
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "init",
+                    init_in,
+                    vec![Out("y", &y, Subset::element(idx), None, init_value)],
+                );
+            },
+        );
+
+        let rank = shape.window.axes.len();
+        let mut params: Vec<(String, Range)> = vec![("n".into(), Range::upto(shape.batch.clone()))];
+        let g = if shape.group > 1 {
+            params.push(("g".into(), Range::upto(shape.group)));
+            SymExpr::sym("g")
+        } else {
+            SymExpr::Int(0)
+        };
+        params.push(("m".into(), Range::upto(shape.out_per_group())));
+        let outs: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("o{d}"))).collect();
+        for (d, a) in shape.window.axes.iter().enumerate() {
+            params.push((format!("o{d}"), Range::upto(a.output.clone())));
+        }
+        params.push(("c".into(), Range::upto(shape.in_per_group)));
+        let ks: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("k{d}"))).collect();
+        for (d, a) in shape.window.axes.iter().enumerate() {
+            params.push((format!("k{d}"), Range::upto(a.kernel.clone())));
+        }
+        let m_full = &g * shape.out_per_group() + SymExpr::sym("m");
+        let c_full = &g * shape.in_per_group + SymExpr::sym("c");
+        let (x_spatial, inside) = shape.window.read_index(&outs, &ks);
+        let x_idx = [SymExpr::sym("n"), c_full].into_iter().chain(x_spatial);
+        let w_idx = [m_full.clone(), SymExpr::sym("c")].into_iter().chain(ks);
+        let y_idx = [SymExpr::sym("n"), m_full].into_iter().chain(outs);
+        let product = TExpr::binary(BinOp::Mul, TExpr::input("x"), TExpr::input("w"));
+        let value = match inside {
+            Some(cond) => TExpr::select(cond, product, TExpr::Const(0.0)),
+            None => product,
+        };
+        let params_ref = params
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.clone()))
+            .collect();
+        ctx.b.map(
+            &format!("{label}_acc"),
+            params_ref,
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "mac",
+                    vec![
+                        In("x", &x, Subset::element(x_idx)),
+                        In("w", &w, Subset::element(w_idx)),
+                    ],
+                    vec![Out("y", &y, Subset::element(y_idx), Some(Wcr::Sum), value)],
+                );
+            },
+        );
+        Ok(())
+    }
+
+    /// `2·N·M·∏O·(C/group)·∏K`: one multiply and one add per weight per output element.
+    fn flops(
+        &self,
+        _node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        outputs: &[TensorType],
+    ) -> u64 {
+        let (Some(Some(w)), Some(y)) = (inputs.get(1), outputs.first()) else {
+            return 0;
+        };
+        let (Some(ws), Some(ys)) = (w.static_shape(), y.static_shape()) else {
+            return 0;
+        };
+        let per_output: usize = ws[1..].iter().product();
+        2 * (ys.iter().product::<usize>() * per_output) as u64
+    }
+}

@@ -21,6 +21,7 @@ mod norm;
 mod pool;
 mod shape;
 mod softmax;
+mod window;
 
 use crate::ir::build::ScopeBuilder;
 use crate::ir::{DType, DataDesc, LibraryNode, SymExpr, Tensor};

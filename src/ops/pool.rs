@@ -1,5 +1,344 @@
-//! (to be written)
+//! Pooling: MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool.
+//!
+//! All four are one operator shape — reduce a sliding window over the spatial axes of an NC…
+//! tensor — and differ only in where the window comes from (attributes, or the whole spatial
+//! extent) and in what they reduce, so one [`Pool`] value describes each.
 
-use super::Operator;
+use super::expand::elementwise_index;
+use super::window::{
+    float_input, multi_indices, offset, sym_shape, tap, tensor_input, Tap, Window,
+};
+use super::{ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::build::{In, Out};
+use crate::ir::{BinOp, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
 
-pub static OPS: &[&dyn Operator] = &[];
+pub static OPS: &[&dyn Operator] = &[
+    &Pool {
+        name: "MaxPool",
+        reduce: Reduce::Max,
+        global: false,
+    },
+    &Pool {
+        name: "AveragePool",
+        reduce: Reduce::Average,
+        global: false,
+    },
+    &Pool {
+        name: "GlobalMaxPool",
+        reduce: Reduce::Max,
+        global: true,
+    },
+    &Pool {
+        name: "GlobalAveragePool",
+        reduce: Reduce::Average,
+        global: true,
+    },
+];
+
+/// What a pooling operator computes over a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reduce {
+    /// The largest element; padding is ignored (it reads as −∞).
+    Max,
+    /// The mean: the sum of the elements inside the input divided by the number of elements
+    /// inside the input, or with `count_include_pad = 1` inside the padded input.
+    Average,
+}
+
+/// A pooling operator.
+pub struct Pool {
+    name: &'static str,
+    reduce: Reduce,
+    /// The window is each whole spatial axis and the operator takes no attributes.
+    global: bool,
+}
+
+/// Reads a 0/1 attribute.
+fn flag(op: &str, node: &LibraryNode, name: &str) -> Result<bool, OpError> {
+    match node.int(name).unwrap_or(0) {
+        0 => Ok(false),
+        1 => Ok(true),
+        v => Err(OpError::attr(op, name, format!("{v} is neither 0 nor 1"))),
+    }
+}
+
+impl Pool {
+    /// The window over input shape `x` (validated).
+    fn window(&self, node: &LibraryNode, x: &[SymExpr]) -> Result<Window, OpError> {
+        if x.len() < 3 {
+            return Err(OpError::shape(
+                self.name,
+                format!(
+                    "input X must have rank at least 3 (N, C, spatial…), got rank {}",
+                    x.len()
+                ),
+            ));
+        }
+        let spatial = &x[2..];
+        if self.global {
+            return Ok(Window::global(spatial));
+        }
+        let kernel = node
+            .ints("kernel_shape")
+            .ok_or_else(|| OpError::attr(self.name, "kernel_shape", "is required"))?;
+        if kernel.len() != spatial.len() {
+            return Err(OpError::attr(
+                self.name,
+                "kernel_shape",
+                format!(
+                    "has {} values but X has {} spatial axes",
+                    kernel.len(),
+                    spatial.len()
+                ),
+            ));
+        }
+        if let Some(bad) = kernel.iter().find(|k| **k < 1) {
+            return Err(OpError::attr(
+                self.name,
+                "kernel_shape",
+                format!("extent {bad} is not positive"),
+            ));
+        }
+        let kernel: Vec<SymExpr> = kernel.iter().map(|k| SymExpr::Int(*k)).collect();
+        let ceil_mode = flag(self.name, node, "ceil_mode")?;
+        Window::from_attrs(self.name, node, spatial, &kernel, ceil_mode)
+    }
+
+    /// Whether an average counts padded positions in its divisor.
+    fn include_pad(&self, node: &LibraryNode) -> Result<bool, OpError> {
+        if self.global {
+            return Ok(false);
+        }
+        flag(self.name, node, "count_include_pad")
+    }
+
+    /// The value a padded position contributes, which is also the reduction's identity.
+    fn identity(&self) -> f64 {
+        match self.reduce {
+            Reduce::Max => f64::NEG_INFINITY,
+            Reduce::Average => 0.0,
+        }
+    }
+
+    /// `(n, c, o…)` output shape of input shape `x`.
+    fn output_shape(&self, x: &[SymExpr], window: &Window) -> Vec<SymExpr> {
+        let mut s = x[..2].to_vec();
+        s.extend(window.output_shape());
+        s
+    }
+}
+
+impl Operator for Pool {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        (1, 1)
+    }
+
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        _consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        let x = float_input(self.name, inputs, 0, "input X")?;
+        let window = self.window(node, &x.shape)?;
+        self.include_pad(node)?;
+        Ok(vec![TensorType::new(
+            x.dtype,
+            self.output_shape(&x.shape, &window),
+        )])
+    }
+
+    fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        let x = tensor_input(self.name, inputs, 0, "input X")?;
+        let window = self.window(node, &sym_shape(&x.shape))?;
+        let include_pad = self.include_pad(node)?;
+        let axes = window.concrete(self.name)?;
+        let out_spatial: Vec<usize> = axes.iter().map(|a| a.output as usize).collect();
+        let kernel: Vec<usize> = axes.iter().map(|a| a.kernel as usize).collect();
+        let xs = x.strides();
+        let mut y = Vec::new();
+        for n in 0..x.shape[0] {
+            for c in 0..x.shape[1] {
+                for o in multi_indices(&out_spatial) {
+                    let mut acc = self.identity();
+                    let mut count = 0usize;
+                    for k in multi_indices(&kernel) {
+                        match tap(&axes, &o, &k) {
+                            Tap::Input(at) => {
+                                let v = x.get_f64(n * xs[0] + c * xs[1] + offset(&xs[2..], &at));
+                                acc = match self.reduce {
+                                    Reduce::Max => acc.max(v),
+                                    Reduce::Average => acc + v,
+                                };
+                                count += 1;
+                            }
+                            Tap::Pad => count += usize::from(include_pad),
+                            Tap::Outside => {}
+                        }
+                    }
+                    y.push(match self.reduce {
+                        Reduce::Max => acc,
+                        Reduce::Average => acc / count as f64,
+                    });
+                }
+            }
+        }
+        let out_shape = [x.shape[0], x.shape[1]]
+            .into_iter()
+            .chain(out_spatial)
+            .collect();
+        Ok(vec![Tensor::from_f64(x.dtype(), out_shape, &y)])
+    }
+
+    /// An init map writing the identity, a reduction map over `(n, c, o…, k…)` with a max or sum
+    /// write-conflict (padded positions read a clamped element and contribute the identity
+    /// through a select), and for averages a map dividing the sums by the window's divisor,
+    /// which is an index expression when windows differ in size.
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        if ctx.outputs.len() > 1 {
+            return Err(OpError::unsupported(
+                self.name,
+                "only the pooled values are supported, not the Indices output",
+            ));
+        }
+        let (x, xd) = ctx.input(0)?.clone();
+        let (y, yd) = ctx.output(0)?.clone();
+        let window = self.window(ctx.node, &xd.shape)?;
+        let include_pad = self.include_pad(ctx.node)?;
+        let label = ctx.label.clone();
+        let (wcr, target) = match self.reduce {
+            Reduce::Max => (Wcr::Max, y.clone()),
+            Reduce::Average => (
+                Wcr::Sum,
+                ctx.b
+                    .transient(&format!("{label}_sum"), xd.dtype, yd.shape.clone()),
+            ),
+        };
+
+        let (params, idx) = elementwise_index(&yd.shape);
+        let params_ref = params
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.clone()))
+            .collect();
+        ctx.b.map(
+            &format!("{label}_init"),
+            params_ref,
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "init",
+                    vec![],
+                    vec![Out(
+                        "y",
+                        &target,
+                        Subset::element(idx.clone()),
+                        None,
+                        TExpr::Const(self.identity()),
+                    )],
+                );
+            },
+        );
+
+        let rank = window.axes.len();
+        let outs: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("o{d}"))).collect();
+        let ks: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("k{d}"))).collect();
+        let mut red_params: Vec<(String, Range)> = vec![
+            ("n".into(), Range::upto(xd.shape[0].clone())),
+            ("c".into(), Range::upto(xd.shape[1].clone())),
+        ];
+        for (d, a) in window.axes.iter().enumerate() {
+            red_params.push((format!("o{d}"), Range::upto(a.output.clone())));
+        }
+        for (d, a) in window.axes.iter().enumerate() {
+            red_params.push((format!("k{d}"), Range::upto(a.kernel.clone())));
+        }
+        let (x_spatial, inside) = window.read_index(&outs, &ks);
+        let nc = [SymExpr::sym("n"), SymExpr::sym("c")];
+        let x_idx = nc.clone().into_iter().chain(x_spatial);
+        let t_idx = nc.into_iter().chain(outs);
+        let value = match inside {
+            Some(cond) => TExpr::select(cond, TExpr::input("x"), TExpr::Const(self.identity())),
+            None => TExpr::input("x"),
+        };
+        let params_ref = red_params
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.clone()))
+            .collect();
+        ctx.b.map(
+            &format!("{label}_reduce"),
+            params_ref,
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "combine",
+                    vec![In("x", &x, Subset::element(x_idx))],
+                    vec![Out("y", &target, Subset::element(t_idx), Some(wcr), value)],
+                );
+            },
+        );
+
+        if self.reduce == Reduce::Average {
+            let divisor = window.divisor(&idx[2..], include_pad);
+            let divisor = match divisor.as_int() {
+                Some(v) => TExpr::Const(v as f64),
+                None => TExpr::Index(divisor),
+            };
+            let params_ref = params
+                .iter()
+                .map(|(n, r)| (n.as_str(), r.clone()))
+                .collect();
+            ctx.b.map(
+                &format!("{label}_scale"),
+                params_ref,
+                Schedule::Sequential,
+                |b| {
+                    b.tasklet(
+                        "mean",
+                        vec![In("s", &target, Subset::element(idx.clone()))],
+                        vec![Out(
+                            "y",
+                            &y,
+                            Subset::element(idx.clone()),
+                            None,
+                            TExpr::binary(BinOp::Div, TExpr::input("s"), divisor),
+                        )],
+                    );
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// One operation per window element per output (plus a division per output for averages).
+    fn flops(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        outputs: &[TensorType],
+    ) -> u64 {
+        let (Some(Some(x)), Some(y)) = (inputs.first(), outputs.first()) else {
+            return 0;
+        };
+        let Some(outs) = y.static_shape() else {
+            return 0;
+        };
+        let Ok(window) = self.window(node, &x.shape) else {
+            return 0;
+        };
+        let Some(kernel) = window
+            .kernel_shape()
+            .iter()
+            .map(|k| k.as_int().and_then(|v| usize::try_from(v).ok()))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return 0;
+        };
+        let per_output =
+            kernel.iter().product::<usize>() + usize::from(self.reduce == Reduce::Average);
+        (outs.iter().product::<usize>() * per_output) as u64
+    }
+}

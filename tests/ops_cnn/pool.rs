@@ -1,0 +1,274 @@
+//! MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool.
+
+use crate::{
+    assert_close, attr_error, attrs, eval, expansion_agrees, infer, ints, s, shape_error, t, ty,
+    Attrs,
+};
+use dmove::check::{expansion_matches, single_op_program};
+use dmove::ir::{Attr, DType, LibraryNode, SymExpr};
+use dmove::ops::{lookup, TensorType};
+use std::collections::BTreeMap;
+
+#[test]
+fn maxpool_by_hand() {
+    let x = t(
+        &[1, 1, 4, 4],
+        &(0..16).map(|v| v as f32).collect::<Vec<_>>(),
+    );
+    let a = [("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))];
+    assert_close(
+        &eval("MaxPool", &a, &[Some(&x)]),
+        &[1, 1, 2, 2],
+        &[5., 7., 13., 15.],
+    );
+    // Padding is ignored, not zero: all-negative input stays negative.
+    let x = t(&[1, 1, 3], &[-1., -2., -3.]);
+    let a = [("kernel_shape", ints(&[3])), ("pads", ints(&[1, 1]))];
+    assert_close(
+        &eval("MaxPool", &a, &[Some(&x)]),
+        &[1, 1, 3],
+        &[-1., -1., -2.],
+    );
+    // Dilation 3: taps (0, 3), (1, 4), (2, 5), (3, 6).
+    let x = t(&[1, 1, 7], &[3., 1., 4., 1., 5., 9., 2.]);
+    let a = [("kernel_shape", ints(&[2])), ("dilations", ints(&[3]))];
+    assert_close(
+        &eval("MaxPool", &a, &[Some(&x)]),
+        &[1, 1, 4],
+        &[3., 5., 9., 2.],
+    );
+}
+
+#[test]
+fn averagepool_by_hand() {
+    let x = t(&[1, 1, 4], &[1., 2., 3., 4.]);
+    let a = |include: i64| {
+        [
+            ("kernel_shape", ints(&[3])),
+            ("pads", ints(&[1, 1])),
+            ("count_include_pad", Attr::Int(include)),
+        ]
+    };
+    assert_close(
+        &eval("AveragePool", &a(0), &[Some(&x)]),
+        &[1, 1, 4],
+        &[1.5, 2., 3., 3.5],
+    );
+    assert_close(
+        &eval("AveragePool", &a(1), &[Some(&x)]),
+        &[1, 1, 4],
+        &[1., 2., 3., 7. / 3.],
+    );
+    // ceil_mode keeps a last, partial window; its overhang never counts, even with padding.
+    let x = t(&[1, 1, 5], &[1., 2., 3., 4., 5.]);
+    for include in [0, 1] {
+        let a = [
+            ("kernel_shape", ints(&[2])),
+            ("strides", ints(&[2])),
+            ("ceil_mode", Attr::Int(1)),
+            ("count_include_pad", Attr::Int(include)),
+        ];
+        assert_close(
+            &eval("AveragePool", &a, &[Some(&x)]),
+            &[1, 1, 3],
+            &[1.5, 3.5, 5.],
+        );
+    }
+}
+
+#[test]
+fn global_pools_by_hand() {
+    let x = t(&[1, 2, 2, 2], &[1., 2., 3., 6., -1., -2., -3., -6.]);
+    assert_close(
+        &eval("GlobalAveragePool", &[], &[Some(&x)]),
+        &[1, 2, 1, 1],
+        &[3., -3.],
+    );
+    assert_close(
+        &eval("GlobalMaxPool", &[], &[Some(&x)]),
+        &[1, 2, 1, 1],
+        &[6., -1.],
+    );
+}
+
+#[test]
+fn pools_infer_shapes_and_reject_bad_attributes() {
+    let x = || Some(ty(&[1, 2, 5, 6]));
+    let out = infer(
+        "MaxPool",
+        &[
+            ("kernel_shape", ints(&[2, 3])),
+            ("strides", ints(&[2, 2])),
+            ("ceil_mode", Attr::Int(1)),
+        ],
+        &[x()],
+    );
+    // H: ceil((5 − 2) / 2) + 1 = 3; W: ceil((6 − 3) / 2) + 1 = 3, the last window starting at
+    // 4, inside the input.
+    assert_eq!(out.expect("infers"), ty(&[1, 2, 3, 3]));
+    assert_eq!(
+        infer("GlobalAveragePool", &[], &[x()]).expect("infers"),
+        ty(&[1, 2, 1, 1])
+    );
+    attr_error(infer("MaxPool", &[], &[x()]), "kernel_shape");
+    attr_error(
+        infer("AveragePool", &[("kernel_shape", ints(&[2]))], &[x()]),
+        "kernel_shape",
+    );
+    attr_error(
+        infer(
+            "AveragePool",
+            &[
+                ("kernel_shape", ints(&[2, 2])),
+                ("count_include_pad", Attr::Int(2)),
+            ],
+            &[x()],
+        ),
+        "count_include_pad",
+    );
+    attr_error(
+        infer(
+            "MaxPool",
+            &[
+                ("kernel_shape", ints(&[2, 2])),
+                ("pads", ints(&[1, 1, -1, 1])),
+            ],
+            &[x()],
+        ),
+        "pads",
+    );
+    shape_error(
+        infer("GlobalMaxPool", &[], &[Some(ty(&[2, 3]))]),
+        "rank at least 3",
+    );
+    shape_error(
+        infer("MaxPool", &[("kernel_shape", ints(&[6, 2]))], &[x()]),
+        "window spans 6",
+    );
+}
+
+#[test]
+fn pool_expansions_match_reference() {
+    let windowed: Vec<(&str, Attrs, &[usize])> = vec![
+        (
+            "MaxPool",
+            vec![
+                ("kernel_shape", ints(&[3, 2])),
+                ("strides", ints(&[2, 1])),
+                ("pads", ints(&[1, 0, 1, 1])),
+            ],
+            &[1, 2, 5, 4],
+        ),
+        (
+            "MaxPool",
+            vec![
+                ("kernel_shape", ints(&[2, 2])),
+                ("strides", ints(&[2, 2])),
+                ("ceil_mode", Attr::Int(1)),
+            ],
+            &[2, 1, 5, 5],
+        ),
+        (
+            "MaxPool",
+            vec![
+                ("kernel_shape", ints(&[2])),
+                ("dilations", ints(&[2])),
+                ("auto_pad", s("SAME_UPPER")),
+            ],
+            &[1, 3, 6],
+        ),
+        (
+            "AveragePool",
+            vec![
+                ("kernel_shape", ints(&[3, 3])),
+                ("pads", ints(&[1, 2, 1, 0])),
+            ],
+            &[1, 2, 4, 5],
+        ),
+        (
+            "AveragePool",
+            vec![
+                ("kernel_shape", ints(&[3, 2])),
+                ("pads", ints(&[1, 1, 1, 1])),
+                ("strides", ints(&[2, 3])),
+                ("count_include_pad", Attr::Int(1)),
+                ("ceil_mode", Attr::Int(1)),
+            ],
+            &[1, 1, 6, 7],
+        ),
+        (
+            "AveragePool",
+            vec![
+                ("kernel_shape", ints(&[2])),
+                ("strides", ints(&[2])),
+                ("ceil_mode", Attr::Int(1)),
+            ],
+            &[2, 2, 5],
+        ),
+        (
+            "AveragePool",
+            vec![
+                ("kernel_shape", ints(&[2, 2, 2])),
+                ("pads", ints(&[1, 0, 0, 0, 1, 1])),
+            ],
+            &[1, 1, 3, 4, 3],
+        ),
+        (
+            "AveragePool",
+            vec![("kernel_shape", ints(&[1, 1]))],
+            &[1, 1, 1, 1],
+        ),
+    ];
+    for (op, a, shape) in &windowed {
+        expansion_agrees(op, a, &[Some(shape)], &[]);
+    }
+    for op in ["GlobalMaxPool", "GlobalAveragePool"] {
+        for shape in [
+            &[2, 3, 1, 5][..],
+            &[1, 1, 1, 1],
+            &[2, 2, 5],
+            &[1, 2, 2, 3, 2],
+        ] {
+            expansion_agrees(op, &[], &[Some(shape)], &[]);
+        }
+    }
+}
+
+#[test]
+fn pool_expansion_with_symbolic_extents() {
+    let x = TensorType::new(
+        DType::F32,
+        vec![SymExpr::sym("N"), 2.into(), SymExpr::sym("L")],
+    );
+    for (op, a) in [
+        (
+            "AveragePool",
+            attrs(&[("kernel_shape", ints(&[3])), ("auto_pad", s("SAME_LOWER"))]),
+        ),
+        ("GlobalAveragePool", BTreeMap::new()),
+        (
+            "MaxPool",
+            attrs(&[("kernel_shape", ints(&[2])), ("pads", ints(&[1, 1]))]),
+        ),
+    ] {
+        let mut p = single_op_program(op, a, &[Some(x.clone())], &[]).expect("infers");
+        p.symbols.insert("N".into(), Some(2));
+        p.symbols.insert("L".into(), Some(5));
+        if let Err(e) = expansion_matches(&p, 4) {
+            panic!("{op}: {e}");
+        }
+    }
+}
+
+#[test]
+fn pool_flops_count_window_elements() {
+    let node = LibraryNode {
+        op: "AveragePool".into(),
+        attrs: attrs(&[("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))]),
+    };
+    let ins = [Some(ty(&[1, 3, 4, 4]))];
+    let pool = lookup("AveragePool").expect("op");
+    let out = pool.infer(&node, &ins, &[None]).expect("infers");
+    // 12 outputs, each summing 4 elements and dividing once.
+    assert_eq!(pool.flops(&node, &ins, &out), 12 * 5);
+}
