@@ -7,12 +7,14 @@
 
 pub mod build;
 pub mod data;
+pub mod dot;
 pub mod graph;
 pub mod node;
 pub mod subset;
 pub mod sym;
 pub mod tensor;
 pub mod texpr;
+pub mod text;
 pub mod validate;
 
 pub use data::{DType, DataDesc, DataKind, Storage};
