@@ -7,6 +7,7 @@
 
 pub mod build;
 pub mod data;
+pub mod dot;
 pub mod graph;
 pub mod node;
 pub mod rewrite;
@@ -14,6 +15,7 @@ pub mod subset;
 pub mod sym;
 pub mod tensor;
 pub mod texpr;
+pub mod text;
 pub mod validate;
 
 pub use data::{DType, DataDesc, DataKind, Storage};

@@ -1,0 +1,234 @@
+//! Program → text. The output is deterministic (sorted declarations, nodes in
+//! [`Graph::ordered`] order, edges sorted by their endpoints' positions), so two programs print
+//! the same exactly when they are the same.
+
+use super::lex::{name, quote};
+use super::values::{digest, hex_blob, inline, inline_is_exact, INLINE_LIMIT};
+use crate::ir::data::Storage;
+use crate::ir::graph::{Graph, Program};
+use crate::ir::node::{Attr, Memlet, Node, NodeKind};
+use crate::ir::tensor::Tensor;
+use crate::ir::texpr::format_float;
+use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+use std::collections::BTreeMap;
+
+/// The human form: constants with more than [`INLINE_LIMIT`] elements appear only as their
+/// sha256 digest and element count.
+pub fn print(p: &Program) -> String {
+    Printer { exact: false }.program(p)
+}
+
+/// The exact form: every constant value is included, so parsing gives the program back.
+pub fn print_exact(p: &Program) -> String {
+    Printer { exact: true }.program(p)
+}
+
+struct Printer {
+    exact: bool,
+}
+
+/// Comma-separated names in parentheses.
+fn name_list(names: &[String]) -> String {
+    let v: Vec<String> = names.iter().map(|n| name(n)).collect();
+    format!("({})", v.join(", "))
+}
+
+fn join<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Printer {
+    fn program(&self, p: &Program) -> String {
+        let mut sections = vec![format!("program {}\n", quote(&p.name))];
+        let symbols: String = p
+            .symbols
+            .iter()
+            .map(|(s, v)| match v {
+                Some(v) => format!("symbol {s} = {v}\n"),
+                None => format!("symbol {s}\n"),
+            })
+            .collect();
+        let data: String = p
+            .data
+            .iter()
+            .map(|(n, d)| {
+                let storage = match d.storage {
+                    Storage::Global => String::new(),
+                    s => format!(" {}", s.name()),
+                };
+                format!(
+                    "data {}: {}[{}] {}{storage}\n",
+                    name(n),
+                    d.dtype,
+                    join(&d.shape),
+                    d.kind.name()
+                )
+            })
+            .collect();
+        let signature = format!(
+            "signature {} -> {}\n",
+            name_list(&p.inputs),
+            name_list(&p.outputs)
+        );
+        let constants: String = p
+            .constants
+            .iter()
+            .map(|(n, t)| {
+                format!(
+                    "const {}: {}[{}] = {}\n",
+                    name(n),
+                    t.dtype(),
+                    join(&t.shape),
+                    self.value(t)
+                )
+            })
+            .collect();
+        sections.extend([symbols, data, signature, constants]);
+        let mut graph = String::from("graph ");
+        scope(&p.graph, 0, &mut graph);
+        graph.push('\n');
+        sections.push(graph);
+        sections.retain(|s| !s.is_empty());
+        sections.join("\n")
+    }
+
+    fn value(&self, t: &Tensor) -> String {
+        let small = t.len() <= INLINE_LIMIT;
+        if self.exact {
+            if small && inline_is_exact(t) {
+                inline(t)
+            } else {
+                hex_blob(t)
+            }
+        } else if small {
+            inline(t)
+        } else {
+            format!("sha256:{} ({} values)", digest(t), t.len())
+        }
+    }
+}
+
+/// Appends `{ nodes… edges… }` of one scope, indented one level deeper than `level`.
+fn scope(g: &Graph, level: usize, out: &mut String) {
+    let order = g.ordered();
+    if order.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    let pad = "  ".repeat(level + 1);
+    out.push_str("{\n");
+    for &idx in &order {
+        out.push_str(&pad);
+        node(g.node(idx), level + 1, out);
+        out.push('\n');
+    }
+    let position: BTreeMap<_, _> = order.iter().enumerate().map(|(i, idx)| (*idx, i)).collect();
+    let mut edges: Vec<(usize, usize, String)> =
+        g.g.edge_references()
+            .map(|e| {
+                let (s, d) = (e.source(), e.target());
+                let line = edge(
+                    &g.node(s).id.to_string(),
+                    &g.node(d).id.to_string(),
+                    e.weight(),
+                );
+                (position[&s], position[&d], line)
+            })
+            .collect();
+    edges.sort();
+    for (_, _, line) in edges {
+        out.push_str(&pad);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push_str(&"  ".repeat(level));
+    out.push('}');
+}
+
+fn node(n: &Node, level: usize, out: &mut String) {
+    out.push_str(&format!("{} ", n.id));
+    match &n.kind {
+        NodeKind::Access(d) => {
+            out.push_str(&format!("access {}", name(d)));
+            if n.label != *d {
+                out.push_str(&format!(" {}", quote(&n.label)));
+            }
+        }
+        NodeKind::Library(lib) => {
+            out.push_str(&format!("library {} {}", quote(&n.label), name(&lib.op)));
+            if !lib.attrs.is_empty() {
+                let attrs: Vec<String> = lib
+                    .attrs
+                    .iter()
+                    .map(|(k, v)| format!("{} = {}", name(k), attr(v)))
+                    .collect();
+                out.push_str(&format!(" {{ {} }}", attrs.join(", ")));
+            }
+        }
+        NodeKind::Map(m) => {
+            let params: Vec<String> = m
+                .params
+                .iter()
+                .map(|p| format!("{} = {}", name(&p.name), p.range))
+                .collect();
+            out.push_str(&format!(
+                "map {} [{}] {} ",
+                quote(&n.label),
+                params.join(", "),
+                m.schedule.name()
+            ));
+            scope(&m.body, level, out);
+        }
+        NodeKind::Tasklet(t) => {
+            let inputs: Vec<String> = t.inputs.iter().map(|c| name(c)).collect();
+            let outputs: Vec<String> = t
+                .outputs
+                .iter()
+                .map(|(c, e)| format!("{} = {e}", name(c)))
+                .collect();
+            let body = if outputs.is_empty() {
+                "{}".to_string()
+            } else {
+                format!("{{ {} }}", outputs.join("; "))
+            };
+            out.push_str(&format!(
+                "tasklet {} ({}) {body}",
+                quote(&n.label),
+                inputs.join(", ")
+            ));
+        }
+    }
+}
+
+fn attr(a: &Attr) -> String {
+    let floats = |v: &[f64]| v.iter().map(|x| format_float(*x)).collect::<Vec<_>>();
+    match a {
+        Attr::Int(v) => v.to_string(),
+        Attr::Float(v) => format_float(*v),
+        Attr::Str(s) => quote(s),
+        Attr::Ints(v) if v.is_empty() => "ints[]".to_string(),
+        Attr::Floats(v) if v.is_empty() => "floats[]".to_string(),
+        Attr::Ints(v) => format!("[{}]", join(v)),
+        Attr::Floats(v) => format!("[{}]", floats(v).join(", ")),
+    }
+}
+
+/// `n0 -> n3 [src ->] X[0:4] [-> dst] [wcr sum]`
+fn edge(src: &str, dst: &str, m: &Memlet) -> String {
+    let mut s = format!("{src} -> {dst} ");
+    if let Some(c) = &m.src_conn {
+        s.push_str(&format!("{} -> ", name(c)));
+    }
+    s.push_str(&format!("{}{}", name(&m.data), m.subset));
+    if let Some(c) = &m.dst_conn {
+        s.push_str(&format!(" -> {}", name(c)));
+    }
+    if let Some(w) = m.wcr {
+        s.push_str(&format!(" wcr {}", w.name()));
+    }
+    s
+}

@@ -1,0 +1,214 @@
+//! Constant tensors in the text: inline value lists, exact hex blobs and elided sha256 digests.
+
+use super::error::Fault;
+use super::grammar::Rule;
+use crate::ir::data::DType;
+use crate::ir::tensor::{Buffer, Tensor};
+use crate::ir::texpr::format_float;
+use pest::iterators::Pair;
+use sha2::{Digest, Sha256};
+
+/// Constants with at most this many elements are printed inline in the human form.
+pub const INLINE_LIMIT: usize = 16;
+
+/// Prints an `f32` so that parsing it as `f32` gives the same value (shortest form).
+pub fn format_f32(v: f32) -> String {
+    if v.is_finite() {
+        let s = format!("{v:?}");
+        if s.contains(['.', 'e', 'E']) {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    } else {
+        format_float(f64::from(v))
+    }
+}
+
+/// Each element as printed in an inline list.
+fn element_texts(t: &Tensor) -> Vec<String> {
+    match &t.data {
+        Buffer::F32(v) => v.iter().map(|x| format_f32(*x)).collect(),
+        Buffer::F64(v) => v.iter().map(|x| format_float(*x)).collect(),
+        Buffer::I64(v) => v.iter().map(ToString::to_string).collect(),
+        Buffer::I32(v) => v.iter().map(ToString::to_string).collect(),
+        Buffer::Bool(v) => v.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// `[1.0, 2.0]`
+pub fn inline(t: &Tensor) -> String {
+    format!("[{}]", element_texts(t).join(", "))
+}
+
+/// True when the inline list reads back bit for bit (NaN payloads and signs do not survive
+/// the text `nan`).
+pub fn inline_is_exact(t: &Tensor) -> bool {
+    match &t.data {
+        Buffer::F32(v) => v
+            .iter()
+            .all(|x| !x.is_nan() || x.to_bits() == f32::NAN.to_bits()),
+        Buffer::F64(v) => v
+            .iter()
+            .all(|x| !x.is_nan() || x.to_bits() == f64::NAN.to_bits()),
+        Buffer::I64(_) | Buffer::I32(_) | Buffer::Bool(_) => true,
+    }
+}
+
+/// `hex:<little-endian bytes>`
+pub fn hex_blob(t: &Tensor) -> String {
+    format!("hex:{}", hex::encode(t.to_le_bytes()))
+}
+
+/// The sha256 of the little-endian bytes, in lowercase hex: how elided constants are named.
+pub fn digest(t: &Tensor) -> String {
+    hex::encode(Sha256::digest(t.to_le_bytes()))
+}
+
+/// Builds a tensor from an inline `value_list` pair.
+pub fn from_list(dtype: DType, shape: Vec<usize>, list: Pair<Rule>) -> Result<Tensor, Fault> {
+    let items: Vec<Pair<Rule>> = list.clone().into_inner().collect();
+    check_count(&shape, items.len(), &list)?;
+    let data = match dtype {
+        DType::F32 => Buffer::F32(parse_all(&items, "f32 value")?),
+        DType::F64 => Buffer::F64(parse_all(&items, "f64 value")?),
+        DType::I64 => Buffer::I64(parse_all(&items, "i64 value")?),
+        DType::I32 => Buffer::I32(parse_all(&items, "i32 value")?),
+        DType::Bool => Buffer::Bool(
+            items
+                .iter()
+                .map(|p| match p.as_str() {
+                    "true" => Ok(true),
+                    "false" => Ok(false),
+                    _ => Err(Fault::invalid(
+                        "bool value",
+                        p.as_span(),
+                        "expected `true` or `false`",
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    Ok(Tensor { shape, data })
+}
+
+fn parse_all<T: std::str::FromStr>(
+    items: &[Pair<Rule>],
+    what: &'static str,
+) -> Result<Vec<T>, Fault> {
+    items
+        .iter()
+        .map(|p| {
+            p.as_str()
+                .parse()
+                .map_err(|_| Fault::invalid(what, p.as_span(), format!("not a valid {what}")))
+        })
+        .collect()
+}
+
+/// Builds a tensor from a `blob_hex` pair.
+pub fn from_hex(dtype: DType, shape: Vec<usize>, blob: Pair<Rule>) -> Result<Tensor, Fault> {
+    let digits = blob
+        .clone()
+        .into_inner()
+        .next()
+        .unwrap_or_else(|| blob.clone());
+    let bytes = hex::decode(digits.as_str())
+        .map_err(|e| Fault::invalid("hex blob", digits.as_span(), e.to_string()))?;
+    let size = dtype.size_bytes();
+    if bytes.len() % size != 0 {
+        return Err(Fault::invalid(
+            "hex blob",
+            digits.as_span(),
+            format!(
+                "{} bytes is not a whole number of {dtype} elements",
+                bytes.len()
+            ),
+        ));
+    }
+    check_count(&shape, bytes.len() / size, &blob)?;
+    let chunks = bytes.chunks_exact(size);
+    let data = match dtype {
+        DType::F32 => Buffer::F32(chunks.map(|c| f32::from_le_bytes(arr(c))).collect()),
+        DType::F64 => Buffer::F64(chunks.map(|c| f64::from_le_bytes(arr(c))).collect()),
+        DType::I64 => Buffer::I64(chunks.map(|c| i64::from_le_bytes(arr(c))).collect()),
+        DType::I32 => Buffer::I32(chunks.map(|c| i32::from_le_bytes(arr(c))).collect()),
+        DType::Bool => Buffer::Bool(
+            bytes
+                .iter()
+                .map(|b| match b {
+                    0 => Ok(false),
+                    1 => Ok(true),
+                    _ => Err(Fault::invalid(
+                        "hex blob",
+                        digits.as_span(),
+                        "bool bytes must be 00 or 01",
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    Ok(Tensor { shape, data })
+}
+
+/// A chunk from `chunks_exact(N)` as an array (the length always matches).
+fn arr<const N: usize>(c: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(c);
+    a
+}
+
+/// Number of elements of `shape`, refusing overflow.
+pub fn element_count(shape: &[usize], at: &Pair<Rule>) -> Result<usize, Fault> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, d| acc.checked_mul(*d))
+        .ok_or_else(|| Fault::invalid("shape", at.as_span(), "element count overflows"))
+}
+
+fn check_count(shape: &[usize], found: usize, at: &Pair<Rule>) -> Result<(), Fault> {
+    let want = element_count(shape, at)?;
+    if want == found {
+        Ok(())
+    } else {
+        Err(Fault::invalid(
+            "constant",
+            at.as_span(),
+            format!("shape {shape:?} has {want} elements but {found} values are given"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f32_text_is_shortest_and_exact() {
+        for v in [
+            0.1f32,
+            1.0,
+            -0.0,
+            1e-40,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            3.4028235e38,
+        ] {
+            let s = format_f32(v);
+            assert_eq!(s.parse::<f32>().map(f32::to_bits), Ok(v.to_bits()), "{s}");
+        }
+        assert_eq!(format_f32(0.1), "0.1");
+        assert_eq!(format_f32(2.0), "2.0");
+        assert_eq!(format_f32(f32::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn digest_is_sha256_of_le_bytes() {
+        // sha256 of the 4 bytes 00 00 80 3f (1.0f32), computed independently with sha256sum.
+        let t = Tensor::f32(vec![1], vec![1.0]);
+        assert_eq!(
+            digest(&t),
+            "e00e5eb9444182f352323374ef4e08ebcb784725fdd4fd612d7730540b3e0c8c"
+        );
+    }
+}
