@@ -20,6 +20,7 @@ mod norm;
 mod pool;
 mod shape;
 mod softmax;
+mod support;
 
 use crate::ir::build::ScopeBuilder;
 use crate::ir::{DType, DataDesc, LibraryNode, SymExpr, Tensor};
