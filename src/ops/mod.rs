@@ -21,6 +21,7 @@ mod norm;
 mod pool;
 mod shape;
 mod softmax;
+mod support;
 mod window;
 
 use crate::ir::build::ScopeBuilder;

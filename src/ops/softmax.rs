@@ -1,5 +1,191 @@
-//! (to be written)
+//! Softmax and LogSoftmax.
+//!
+//! From opset 13 the operator normalises along one `axis` (default −1). Before opset 13 the input
+//! was coerced to 2-D `[prod(dims[:axis]), prod(dims[axis:])]` (default axis 1) and normalised
+//! over the whole second factor, i.e. over all dimensions from `axis` on. The importer passes the
+//! model's opset as attribute `opset`; without it the current semantics apply. Both cases are one
+//! rule here: normalise over a contiguous block of axes `[first, end)`.
+//!
+//! The expansion is the numerically stable three-pass form: a max reduction, a reduction of
+//! `exp(x − max)`, then the normalisation (`exp(x − max) / sum` or `x − max − ln(sum)`).
 
-use super::Operator;
+use super::support::{
+    arg, element_map, fill_map, input_type, params_over, require_float, resolve_axis, Read,
+};
+use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::{BinOp, LibraryNode, SymExpr, TExpr, Tensor, UnOp, Wcr};
 
-pub static OPS: &[&dyn Operator] = &[];
+pub static OPS: &[&dyn Operator] = &[&SOFTMAX, &LOG_SOFTMAX];
+
+static SOFTMAX: Softmax = Softmax {
+    name: "Softmax",
+    log: false,
+};
+static LOG_SOFTMAX: Softmax = Softmax {
+    name: "LogSoftmax",
+    log: true,
+};
+
+/// Softmax, or its logarithm when `log`.
+pub struct Softmax {
+    name: &'static str,
+    log: bool,
+}
+
+/// First opset with single-axis semantics.
+const SINGLE_AXIS_OPSET: i64 = 13;
+
+impl Softmax {
+    /// The block of axes `[first, end)` one normalisation group spans.
+    fn axes(&self, node: &LibraryNode, rank: usize) -> Result<(usize, usize), OpError> {
+        if rank == 0 {
+            return Err(OpError::shape(self.name, "input must have rank at least 1"));
+        }
+        let legacy = node.int("opset").is_some_and(|v| v < SINGLE_AXIS_OPSET);
+        let default = if legacy { 1 } else { -1 };
+        let axis = resolve_axis(
+            self.name,
+            "axis",
+            node.int("axis").unwrap_or(default),
+            rank,
+            false,
+        )?;
+        Ok((axis, if legacy { rank } else { axis + 1 }))
+    }
+}
+
+impl Operator for Softmax {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        (1, 1)
+    }
+
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        _consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        check_arity(self, inputs.len())?;
+        let x = input_type(self.name, inputs, 0)?;
+        require_float(self.name, x)?;
+        self.axes(node, x.shape.len())?;
+        Ok(vec![x.clone()])
+    }
+
+    fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(self.name, inputs, 0)?;
+        let (first, end) = self.axes(node, x.shape.len())?;
+        let outer: usize = x.shape[..first].iter().product();
+        let group: usize = x.shape[first..end].iter().product();
+        let inner: usize = x.shape[end..].iter().product();
+        let mut out = vec![0.0; x.len()];
+        for o in 0..outer {
+            for i in 0..inner {
+                let at = |r: usize| (o * group + r) * inner + i;
+                let max = (0..group)
+                    .map(|r| x.get_f64(at(r)))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = (0..group).map(|r| (x.get_f64(at(r)) - max).exp()).sum();
+                for r in 0..group {
+                    let shifted = x.get_f64(at(r)) - max;
+                    out[at(r)] = if self.log {
+                        shifted - sum.ln()
+                    } else {
+                        shifted.exp() / sum
+                    };
+                }
+            }
+        }
+        Ok(vec![Tensor::from_f64(x.dtype(), x.shape.clone(), &out)])
+    }
+
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        let (x, desc) = ctx.input(0)?.clone();
+        let (y, _) = ctx.output(0)?.clone();
+        let (first, end) = self.axes(ctx.node, desc.shape.len())?;
+        let in_group = |d: usize| (first..end).contains(&d);
+        // Per-group statistics keep the reduced axes with extent 1, read at index 0.
+        let stat_shape: Vec<SymExpr> = (0..desc.shape.len())
+            .map(|d| match in_group(d) {
+                true => SymExpr::Int(1),
+                false => desc.shape[d].clone(),
+            })
+            .collect();
+        let (params, idx) = params_over("i", &desc.shape);
+        let stat_idx: Vec<SymExpr> = (0..idx.len())
+            .map(|d| match in_group(d) {
+                true => SymExpr::Int(0),
+                false => idx[d].clone(),
+            })
+            .collect();
+        let label = ctx.label.clone();
+        let max = ctx
+            .b
+            .transient(&format!("{label}_max"), desc.dtype, stat_shape.clone());
+        let sum = ctx
+            .b
+            .transient(&format!("{label}_sum"), desc.dtype, stat_shape.clone());
+        let xi = || Read::new("x", &x, idx.clone());
+        let mi = || Read::new("m", &max, stat_idx.clone());
+        let shifted = || TExpr::binary(BinOp::Sub, TExpr::input("x"), TExpr::input("m"));
+
+        let b = &mut *ctx.b;
+        fill_map(
+            b,
+            &format!("{label}_max_init"),
+            &max,
+            &stat_shape,
+            f64::from(Wcr::Max.identity()),
+        );
+        element_map(
+            b,
+            &format!("{label}_max"),
+            &params,
+            vec![xi()],
+            (&max, stat_idx.clone()),
+            Some(Wcr::Max),
+            TExpr::input("x"),
+        );
+        fill_map(b, &format!("{label}_sum_init"), &sum, &stat_shape, 0.0);
+        element_map(
+            b,
+            &format!("{label}_sum"),
+            &params,
+            vec![xi(), mi()],
+            (&sum, stat_idx.clone()),
+            Some(Wcr::Sum),
+            TExpr::unary(UnOp::Exp, shifted()),
+        );
+        let value = if self.log {
+            let log_sum = TExpr::unary(UnOp::Log, TExpr::input("s"));
+            TExpr::binary(BinOp::Sub, shifted(), log_sum)
+        } else {
+            let e = TExpr::unary(UnOp::Exp, shifted());
+            TExpr::binary(BinOp::Div, e, TExpr::input("s"))
+        };
+        let reads = vec![xi(), mi(), Read::new("s", &sum, stat_idx)];
+        element_map(
+            b,
+            &format!("{label}_norm"),
+            &params,
+            reads,
+            (&y, idx),
+            None,
+            value,
+        );
+        Ok(())
+    }
+
+    fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {
+        // Per element: max (1), exp(x − m) accumulated (3), normalisation (3).
+        outputs
+            .iter()
+            .filter_map(|t| t.static_shape())
+            .map(|s| 7 * s.iter().product::<usize>() as u64)
+            .sum()
+    }
+}

@@ -1,0 +1,186 @@
+//! Small helpers the transformer operators share: fetching arguments, checking types,
+//! normalising axes, walking row-major indices in `eval`, and emitting one-tasklet maps in
+//! expansions. Keeping them here keeps each operator file about its semantics only.
+
+use super::{OpError, TensorType};
+use crate::ir::build::{In, Out, ScopeBuilder};
+use crate::ir::{DType, NodeId, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
+
+/// Input `i` of an `eval` call, which must be present.
+pub fn arg<'a>(op: &str, inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, OpError> {
+    inputs
+        .get(i)
+        .copied()
+        .flatten()
+        .ok_or_else(|| OpError::shape(op, format!("missing input {i}")))
+}
+
+/// Optional input `i` of an `eval` call.
+pub fn opt_arg<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Option<&'a Tensor> {
+    inputs.get(i).copied().flatten()
+}
+
+/// Type of input `i` during inference, which must be present.
+pub fn input_type<'a>(
+    op: &str,
+    inputs: &'a [Option<TensorType>],
+    i: usize,
+) -> Result<&'a TensorType, OpError> {
+    inputs
+        .get(i)
+        .and_then(|x| x.as_ref())
+        .ok_or_else(|| OpError::shape(op, format!("missing input {i}")))
+}
+
+/// Checks that input `i` has the same element type as input 0 (ONNX type constraint `T`).
+pub fn same_dtype(
+    op: &str,
+    first: &TensorType,
+    other: &TensorType,
+    i: usize,
+) -> Result<(), OpError> {
+    if first.dtype == other.dtype {
+        Ok(())
+    } else {
+        Err(OpError::shape(
+            op,
+            format!(
+                "input {i} has type {} but input 0 has type {}",
+                other.dtype, first.dtype
+            ),
+        ))
+    }
+}
+
+/// Requires a floating-point element type (normalisations and transcendental functions).
+pub fn require_float(op: &str, t: &TensorType) -> Result<(), OpError> {
+    match t.dtype {
+        DType::F32 | DType::F64 => Ok(()),
+        other => Err(OpError::shape(
+            op,
+            format!("expects a floating-point input, got {other}"),
+        )),
+    }
+}
+
+/// Resolves a possibly negative `axis` against `rank`. The valid range is `[-rank, rank)`, or
+/// `[-rank, rank]` when `inclusive` (Flatten's axis may point past the last dimension).
+pub fn resolve_axis(
+    op: &str,
+    attr: &str,
+    axis: i64,
+    rank: usize,
+    inclusive: bool,
+) -> Result<usize, OpError> {
+    let r = i64::try_from(rank).unwrap_or(i64::MAX);
+    let hi = if inclusive { r } else { r - 1 };
+    if axis < -r || axis > hi {
+        let upper = if inclusive { "]" } else { ")" };
+        return Err(OpError::attr(
+            op,
+            attr,
+            format!("axis {axis} is outside [-{r}, {r}{upper} for rank {rank}"),
+        ));
+    }
+    let resolved = if axis < 0 { axis + r } else { axis };
+    usize::try_from(resolved).map_err(|_| OpError::attr(op, attr, "negative axis"))
+}
+
+/// Product of symbolic dimensions (1 for none).
+pub fn dim_product(dims: &[SymExpr]) -> SymExpr {
+    dims.iter()
+        .fold(SymExpr::Int(1), |acc, d| acc * d.clone())
+        .simplify()
+}
+
+/// Static dimensions of a concrete tensor as symbolic ones.
+pub fn sym_shape(shape: &[usize]) -> Vec<SymExpr> {
+    shape.iter().map(|&d| SymExpr::from(d)).collect()
+}
+
+/// The row-major multi-index of element `linear` in `shape`.
+pub fn unravel(mut linear: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        if shape[d] > 0 {
+            idx[d] = linear % shape[d];
+            linear /= shape[d];
+        }
+    }
+    idx
+}
+
+/// The row-major offset of `idx` given `strides`.
+pub fn offset(idx: &[usize], strides: &[usize]) -> usize {
+    idx.iter().zip(strides).map(|(i, s)| i * s).sum()
+}
+
+/// One tasklet read inside an element map: connector, container and element index.
+pub struct Read<'a> {
+    pub conn: &'a str,
+    pub data: &'a str,
+    pub idx: Vec<SymExpr>,
+}
+
+impl<'a> Read<'a> {
+    pub fn new(conn: &'a str, data: &'a str, idx: Vec<SymExpr>) -> Self {
+        Read { conn, data, idx }
+    }
+}
+
+/// Map parameters named `{prefix}0, {prefix}1, …` spanning `shape`, and their symbols.
+pub fn params_over(prefix: &str, shape: &[SymExpr]) -> (Vec<(String, Range)>, Vec<SymExpr>) {
+    let params: Vec<(String, Range)> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, extent)| (format!("{prefix}{d}"), Range::upto(extent.clone())))
+        .collect();
+    let syms = params
+        .iter()
+        .map(|(n, _)| SymExpr::sym(n.as_str()))
+        .collect();
+    (params, syms)
+}
+
+/// A sequential map over `params` whose body is one tasklet writing `value` (over the reads'
+/// connectors) to `dst[dst_idx]`, combined with `wcr` when given. Every expansion map of the
+/// transformer operators has this shape: an init, an accumulation or a pointwise step.
+pub fn element_map(
+    b: &mut ScopeBuilder,
+    label: &str,
+    params: &[(String, Range)],
+    reads: Vec<Read>,
+    dst: (&str, Vec<SymExpr>),
+    wcr: Option<Wcr>,
+    value: TExpr,
+) -> NodeId {
+    let params_ref = params
+        .iter()
+        .map(|(n, r)| (n.as_str(), r.clone()))
+        .collect();
+    b.map(label, params_ref, Schedule::Sequential, |b| {
+        let ins = reads
+            .into_iter()
+            .map(|r| In(r.conn, r.data, Subset::element(r.idx)))
+            .collect();
+        b.tasklet(
+            label,
+            ins,
+            vec![Out("y", dst.0, Subset::element(dst.1), wcr, value)],
+        );
+    })
+}
+
+/// A map writing the constant `value` to every element of `data` (accumulator initialisation).
+pub fn fill_map(b: &mut ScopeBuilder, label: &str, data: &str, shape: &[SymExpr], value: f64) {
+    let (params, idx) = params_over("i", shape);
+    element_map(
+        b,
+        label,
+        &params,
+        Vec::new(),
+        (data, idx),
+        None,
+        TExpr::Const(value),
+    );
+}
