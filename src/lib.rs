@@ -5,4 +5,5 @@
 
 pub mod ir;
 pub mod numerics;
+pub mod onnx;
 pub mod ops;
