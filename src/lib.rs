@@ -11,5 +11,6 @@ pub mod codegen;
 pub mod interp;
 pub mod ir;
 pub mod numerics;
+pub mod onnx;
 pub mod ops;
 pub mod transform;

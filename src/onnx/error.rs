@@ -1,0 +1,232 @@
+//! Everything that can go wrong between an ONNX file and a validated [`crate::ir::Program`].
+//!
+//! Every variant names the thing at fault (the file, the tensor, the node, the attribute) so a
+//! user can find it in the model without a debugger.
+
+use crate::ir::validate::InvalidIr;
+use crate::ops::OpError;
+use std::path::PathBuf;
+
+/// An operator occurrence the importer cannot handle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedNode {
+    /// The node's label (its name, or `<op>_<index>` when unnamed).
+    pub node: String,
+    pub op: String,
+    /// The operator's domain; empty for the default ONNX domain.
+    pub domain: String,
+}
+
+impl std::fmt::Display for UnsupportedNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.domain.is_empty() {
+            write!(f, "`{}` ({})", self.node, self.op)
+        } else {
+            write!(f, "`{}` ({}::{})", self.node, self.domain, self.op)
+        }
+    }
+}
+
+/// Why an ONNX model could not be loaded or imported.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum OnnxError {
+    #[error("cannot read `{}`: {source}", path.display())]
+    #[diagnostic(code(dmove::onnx::io))]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{origin} is empty, not an ONNX model")]
+    #[diagnostic(code(dmove::onnx::empty))]
+    Empty { origin: String },
+
+    #[error("{origin} is not an ONNX model: {reason}")]
+    #[diagnostic(
+        code(dmove::onnx::not_onnx),
+        help("pass a binary `.onnx` file (a serialized onnx.ModelProto); a truncated download also looks like this")
+    )]
+    NotOnnx { origin: String, reason: String },
+
+    #[error("{origin} has no graph")]
+    #[diagnostic(
+        code(dmove::onnx::no_graph),
+        help("an ONNX model must contain a GraphProto in field `graph`")
+    )]
+    MissingGraph { origin: String },
+
+    #[error("{origin} has IR version {version}, outside the supported range {min}..={max}")]
+    #[diagnostic(
+        code(dmove::onnx::ir_version),
+        help("re-export the model with a current ONNX exporter")
+    )]
+    IrVersion {
+        origin: String,
+        version: i64,
+        min: i64,
+        max: i64,
+    },
+
+    #[error("{origin} does not import the default ONNX operator set (domain \"\" or \"ai.onnx\")")]
+    #[diagnostic(code(dmove::onnx::no_opset))]
+    MissingOpset { origin: String },
+
+    #[error("{origin} imports default opset version {version}, outside the supported range {min}..={max}")]
+    #[diagnostic(
+        code(dmove::onnx::opset_version),
+        help("convert the model with onnx.version_converter to a supported opset")
+    )]
+    OpsetVersion {
+        origin: String,
+        version: i64,
+        min: i64,
+        max: i64,
+    },
+
+    #[error("{origin} uses operator domains dmove does not support: {}", .domains.join("; "))]
+    #[diagnostic(
+        code(dmove::onnx::unknown_domain),
+        help("only the default ONNX domain (\"\" / \"ai.onnx\") is supported")
+    )]
+    UnknownDomains {
+        origin: String,
+        /// One entry per domain: `domain (nodes: a, b)`.
+        domains: Vec<String>,
+    },
+
+    #[error("{} unsupported operator(s): {}", .nodes.len(), list(.nodes))]
+    #[diagnostic(
+        code(dmove::onnx::unsupported),
+        help("every listed node must be replaced or implemented in src/ops before the model can be imported")
+    )]
+    Unsupported { nodes: Vec<UnsupportedNode> },
+
+    #[error("node `{node}` reads tensor `{tensor}`, which no node, input or initializer produces{}", later_hint(.produced_later))]
+    #[diagnostic(code(dmove::onnx::dangling))]
+    Dangling {
+        node: String,
+        tensor: String,
+        /// Set when a later node produces it: the graph is not topologically sorted.
+        produced_later: Option<String>,
+    },
+
+    #[error("tensor `{tensor}` is defined twice (second time by {by})")]
+    #[diagnostic(
+        code(dmove::onnx::duplicate),
+        help("ONNX graphs are in SSA form: every tensor name has exactly one producer")
+    )]
+    Duplicate { tensor: String, by: String },
+
+    #[error("{what} has an empty name")]
+    #[diagnostic(code(dmove::onnx::empty_name))]
+    EmptyName { what: String },
+
+    #[error("tensor `{tensor}`: {message}")]
+    #[diagnostic(code(dmove::onnx::tensor))]
+    TensorData { tensor: String, message: String },
+
+    #[error("tensor `{tensor}` keeps its data in external file `{}`: {message}", file.display())]
+    #[diagnostic(
+        code(dmove::onnx::external_data),
+        help("external data files are looked up relative to the directory of the model file")
+    )]
+    ExternalData {
+        tensor: String,
+        file: PathBuf,
+        message: String,
+    },
+
+    #[error("node `{node}`: attribute `{attr}`: {message}")]
+    #[diagnostic(code(dmove::onnx::attribute))]
+    Attribute {
+        node: String,
+        attr: String,
+        message: String,
+    },
+
+    #[error("graph input or output `{tensor}`: {message}")]
+    #[diagnostic(code(dmove::onnx::value_type))]
+    ValueType { tensor: String, message: String },
+
+    #[error("import option: {message}")]
+    #[diagnostic(code(dmove::onnx::options))]
+    Options { message: String },
+
+    #[error("node `{node}` ({op}): {source}")]
+    #[diagnostic(code(dmove::onnx::infer))]
+    Infer {
+        node: String,
+        op: String,
+        /// Boxed: operator errors are large and this enum travels through every `?`.
+        #[source]
+        source: Box<OpError>,
+    },
+
+    #[error("tensor `{tensor}` is declared as {declared} but node `{node}` computes {inferred}")]
+    #[diagnostic(code(dmove::onnx::shape_mismatch))]
+    ShapeMismatch {
+        tensor: String,
+        node: String,
+        declared: String,
+        inferred: String,
+    },
+
+    #[error("graph output `{tensor}` is not computed by any node ({reason})")]
+    #[diagnostic(
+        code(dmove::onnx::output_not_computed),
+        help("outputs that are graph inputs or constants are not supported; route them through an Identity node")
+    )]
+    OutputNotComputed { tensor: String, reason: String },
+
+    #[error("the imported program is invalid: {0}")]
+    #[diagnostic(code(dmove::onnx::invalid_ir))]
+    InvalidIr(#[from] InvalidIr),
+}
+
+fn list(nodes: &[UnsupportedNode]) -> String {
+    nodes
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn later_hint(producer: &Option<String>) -> String {
+    match producer {
+        Some(p) => format!(
+            " before it (node `{p}` produces it later: the graph is not topologically sorted)"
+        ),
+        None => String::new(),
+    }
+}
+
+impl OnnxError {
+    pub(crate) fn tensor(tensor: &str, message: impl Into<String>) -> Self {
+        OnnxError::TensorData {
+            tensor: tensor.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn attribute(node: &str, attr: &str, message: impl Into<String>) -> Self {
+        OnnxError::Attribute {
+            node: node.to_string(),
+            attr: attr.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn value_type(tensor: &str, message: impl Into<String>) -> Self {
+        OnnxError::ValueType {
+            tensor: tensor.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn options(message: impl Into<String>) -> Self {
+        OnnxError::Options {
+            message: message.into(),
+        }
+    }
+}

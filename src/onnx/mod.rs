@@ -1,0 +1,53 @@
+//! The ONNX frontend: reading `.onnx` files, importing them into the IR, and writing models.
+//!
+//! # The import contract
+//!
+//! [`import`] turns a model into a validated [`crate::ir::Program`] with one library node per
+//! ONNX node and nothing else; expansion into maps and tasklets happens later.
+//!
+//! - **Names.** Data containers carry the ONNX tensor names unchanged (making them valid C
+//!   identifiers is the C backend's job). Every name must be non-empty; the one exception is an
+//!   output the model leaves unnamed between named ones, which gets a fresh transient
+//!   `<label>_unused_out<k>`. Node labels are the ONNX node names, or `<op_type>_<index>` for
+//!   unnamed nodes.
+//! - **Kinds.** Graph inputs become `Input` data and graph outputs `Output` data, in the model's
+//!   order in `Program::inputs` / `Program::outputs`; everything else a node computes is
+//!   `Transient`. Initializers and the values of `Constant` nodes become `Constant` data whose
+//!   values are in `Program::constants`; a graph input that is also an initializer is a constant
+//!   (the initializer is its value), not an input. A graph output must be computed by a node.
+//! - **Symbols.** Every `dim_param` of a graph input becomes a program symbol of the same name,
+//!   bound when `ImportOptions::dims` or `ImportOptions::input_shapes` gives it a value and left
+//!   unbound otherwise; shapes keep the symbol either way. A dimension with neither a value nor a
+//!   name becomes the symbol `<input>_dim<i>`. Options that name no input or no symbol are errors.
+//! - **Attributes.** ONNX attributes keep their names: INT → `Attr::Int`, FLOAT → `Attr::Float`,
+//!   INTS → `Attr::Ints`, FLOATS → `Attr::Floats`, STRING → `Attr::Str`. Other attribute types
+//!   (tensors, graphs, string lists…) are rejected, except on `Constant`, which the importer
+//!   consumes itself. Empty input names are absent optional inputs (no edge on that connector);
+//!   trailing empty output names are omitted optional outputs.
+//! - **Opsets.** Operators implement the semantics of the newest opset (up to
+//!   [`load::MAX_OPSET`]). Where an older opset differs in meaning, not just in form, the
+//!   importer adds the integer attribute `opset` (the model's default-domain version) and the
+//!   operator interprets it. Today that is `Softmax`, `LogSoftmax` and `Hardmax` before opset 13,
+//!   which coerce the input to 2-D at `axis` (default 1) and normalise over the flattened trailing
+//!   block; from opset 13 they normalise along `axis` (default -1) and get no `opset` attribute.
+//!   Attributes that later opsets turned into inputs are passed through as written.
+//! - **Types.** Output types come from [`crate::ops::Operator::infer`] in node order, with the
+//!   values of constant inputs available; declared types (`value_info`, graph outputs) are
+//!   checked against them wherever both sides are static.
+//! - **Errors.** Unsupported operators are reported all together, nodes in foreign domains too;
+//!   every other error names the file, node, tensor or attribute at fault.
+
+pub mod attrs;
+pub mod error;
+pub mod import;
+pub mod load;
+pub mod proto;
+pub mod signature;
+pub mod tensor;
+pub mod writer;
+
+pub use error::{OnnxError, UnsupportedNode};
+pub use import::{import, import_file, ImportOptions};
+pub use load::{load_file, load_model};
+pub use proto::ModelProto;
+pub use writer::{AttrValue, DimSpec, ModelBuilder};
