@@ -6,7 +6,7 @@
 pub mod bench;
 pub mod check;
 pub mod codegen;
-// demo: enabled once onnx lands
+pub mod demo;
 
 pub mod interp;
 pub mod ir;
