@@ -5,9 +5,11 @@
 
 pub mod bench;
 pub mod check;
+pub mod cli;
 pub mod codegen;
 pub mod demo;
 
+pub mod fsutil;
 pub mod interp;
 pub mod ir;
 pub mod numerics;

@@ -1,1 +1,161 @@
-fn main() {}
+//! The `dmove` command line: argument declarations only; the work is in `dmove::cli`.
+
+use clap::{Args, Parser, Subcommand};
+use dmove::cli::commands::{self, ApplyArgs, DemoArgs, ImportArgs};
+use dmove::cli::{Bindings, CliError};
+use dmove::demo::model::EncoderConfig;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "dmove", version, about = "Make neural networks fast by moving less data")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build a transformer encoder layer, optimize it, check it and benchmark it (no files needed).
+    Demo {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Only write the demo's ONNX model to this file (so peers can run the same model).
+        #[arg(long, value_name = "FILE")]
+        write_model: Option<PathBuf>,
+        /// Timed repetitions per variant (the median is reported).
+        #[arg(long, default_value_t = 15)]
+        reps: usize,
+        /// Untimed warm-up runs per variant.
+        #[arg(long, default_value_t = 3)]
+        warmup: usize,
+        /// Skip the ONNX Runtime comparison.
+        #[arg(long)]
+        no_peer: bool,
+        #[arg(long, default_value_t = 128)]
+        seq: i64,
+        #[arg(long, default_value_t = 256)]
+        hidden: i64,
+        #[arg(long, default_value_t = 4)]
+        heads: i64,
+        #[arg(long, default_value_t = 1024)]
+        ffn: i64,
+    },
+    /// Import a model (ONNX or textual IR) and print its IR.
+    Import {
+        model: PathBuf,
+        #[command(flatten)]
+        bindings: BindingArgs,
+        /// Lower every operator to maps and tasklets first.
+        #[arg(long)]
+        expand: bool,
+        /// Include every constant's values, so the output can be loaded again.
+        #[arg(long)]
+        exact: bool,
+        /// Write Graphviz DOT to this file (`-` for standard output).
+        #[arg(long, value_name = "FILE")]
+        dot: Option<PathBuf>,
+        /// Write the IR here instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// List the transformations.
+    Transforms {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply one transformation by hand and print the resulting IR, or the refusal and its reason.
+    Apply {
+        model: PathBuf,
+        #[command(flatten)]
+        bindings: BindingArgs,
+        /// Transformation name (see `dmove transforms`).
+        #[arg(long = "transform", short = 't')]
+        transform: String,
+        /// Node ids of the site, e.g. `--at n12` (MapFusion takes producer and consumer).
+        #[arg(long, required = true, num_args = 1.., value_delimiter = ',')]
+        at: Vec<String>,
+        /// Parameters, e.g. `--param tiles=32,32,0`.
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
+        /// Lower every operator to maps and tasklets before applying.
+        #[arg(long)]
+        expand: bool,
+        /// Skip the numerics check (recorded in the step's checks).
+        #[arg(long)]
+        no_numerics: bool,
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Lower a model completely and print the generated C.
+    C {
+        model: PathBuf,
+        #[command(flatten)]
+        bindings: BindingArgs,
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+struct BindingArgs {
+    /// Bind an input's shape, e.g. `--shape input=1x3x224x224`.
+    #[arg(long = "shape", value_name = "NAME=DIMS")]
+    shapes: Vec<String>,
+    /// Bind a symbolic dimension, e.g. `--dim batch=1`.
+    #[arg(long = "dim", value_name = "NAME=VALUE")]
+    dims: Vec<String>,
+}
+
+impl From<BindingArgs> for Bindings {
+    fn from(b: BindingArgs) -> Self {
+        Bindings {
+            shapes: b.shapes,
+            dims: b.dims,
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Demo { json, write_model, reps, warmup, no_peer, seq, hidden, heads, ffn } => commands::demo(&DemoArgs {
+            json,
+            write_model,
+            config: EncoderConfig { seq, hidden, heads, ffn },
+            warmup,
+            reps,
+            peer: !no_peer,
+        }),
+        Command::Import { model, bindings, expand, exact, dot, output } => commands::import(&ImportArgs {
+            model,
+            bindings: bindings.into(),
+            expand,
+            exact,
+            dot,
+            output,
+        }),
+        Command::Transforms { json } => commands::transforms(json),
+        Command::Apply { model, bindings, transform, at, params, expand, no_numerics, output } => commands::apply(&ApplyArgs {
+            model,
+            bindings: bindings.into(),
+            transform,
+            at,
+            params,
+            expand,
+            numerics: !no_numerics,
+            output,
+        }),
+        Command::C { model, bindings, output } => commands::emit_c(&model, &bindings.into(), output.as_deref()),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{:?}", miette::Report::new(e));
+            ExitCode::FAILURE
+        }
+    }
+}

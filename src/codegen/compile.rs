@@ -9,7 +9,6 @@
 use super::{emit, CProgram, CodegenError};
 use crate::ir::Program;
 use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -197,15 +196,7 @@ fn sha256_hex(parts: &[&[u8]]) -> String {
     hex::encode(h.finalize())
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CodegenError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let context = format!("writing {}", path.display());
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(dir).map_err(CodegenError::io(context.clone()))?;
-    tmp.write_all(bytes)
-        .map_err(CodegenError::io(context.clone()))?;
-    tmp.persist(path)
-        .map(|_| ())
-        .map_err(|e| CodegenError::io(context)(e.error))
+    crate::fsutil::write_atomic(path, bytes)
+        .map_err(CodegenError::io(format!("writing {}", path.display())))
 }
