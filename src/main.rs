@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "dmove", version, about = "Make neural networks fast by moving less data")]
+#[command(
+    name = "dmove",
+    version,
+    about = "Make neural networks fast by moving less data"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -117,17 +121,39 @@ impl From<BindingArgs> for Bindings {
     }
 }
 
-fn run(cli: Cli) -> Result<(), CliError> {
-    match cli.command {
-        Command::Demo { json, write_model, reps, warmup, no_peer, seq, hidden, heads, ffn } => commands::demo(&DemoArgs {
+fn run(cli: Cli) -> miette::Result<()> {
+    let result: Result<(), CliError> = match cli.command {
+        Command::Demo {
             json,
             write_model,
-            config: EncoderConfig { seq, hidden, heads, ffn },
+            reps,
+            warmup,
+            no_peer,
+            seq,
+            hidden,
+            heads,
+            ffn,
+        } => commands::demo(&DemoArgs {
+            json,
+            write_model,
+            config: EncoderConfig {
+                seq,
+                hidden,
+                heads,
+                ffn,
+            },
             warmup,
             reps,
             peer: !no_peer,
         }),
-        Command::Import { model, bindings, expand, exact, dot, output } => commands::import(&ImportArgs {
+        Command::Import {
+            model,
+            bindings,
+            expand,
+            exact,
+            dot,
+            output,
+        } => commands::import(&ImportArgs {
             model,
             bindings: bindings.into(),
             expand,
@@ -136,7 +162,16 @@ fn run(cli: Cli) -> Result<(), CliError> {
             output,
         }),
         Command::Transforms { json } => commands::transforms(json),
-        Command::Apply { model, bindings, transform, at, params, expand, no_numerics, output } => commands::apply(&ApplyArgs {
+        Command::Apply {
+            model,
+            bindings,
+            transform,
+            at,
+            params,
+            expand,
+            no_numerics,
+            output,
+        } => commands::apply(&ApplyArgs {
             model,
             bindings: bindings.into(),
             transform,
@@ -146,15 +181,20 @@ fn run(cli: Cli) -> Result<(), CliError> {
             numerics: !no_numerics,
             output,
         }),
-        Command::C { model, bindings, output } => commands::emit_c(&model, &bindings.into(), output.as_deref()),
-    }
+        Command::C {
+            model,
+            bindings,
+            output,
+        } => commands::emit_c(&model, &bindings.into(), output.as_deref()),
+    };
+    result.map_err(miette::Report::new)
 }
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{:?}", miette::Report::new(e));
+        Err(report) => {
+            eprintln!("{report:?}");
             ExitCode::FAILURE
         }
     }

@@ -34,7 +34,8 @@ pub fn demo(args: &DemoArgs) -> Result<(), CliError> {
     }
     let report = crate::demo::run(&opts, &mut |msg| eprintln!("· {msg}"))?;
     if args.json {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))?;
+        let json =
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))?;
         println!("{json}");
     } else {
         print!("{}", render_demo(&report));
@@ -88,8 +89,17 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
             return Ok(());
         }
     }
-    let text = if args.exact { print_exact(&p) } else { print(&p) };
-    write_output(args.output.as_deref().unwrap_or_else(|| std::path::Path::new("-")), text.as_bytes())
+    let text = if args.exact {
+        print_exact(&p)
+    } else {
+        print(&p)
+    };
+    write_output(
+        args.output
+            .as_deref()
+            .unwrap_or_else(|| std::path::Path::new("-")),
+        text.as_bytes(),
+    )
 }
 
 /// `dmove transforms`
@@ -111,8 +121,17 @@ pub fn transforms(json: bool) -> Result<(), CliError> {
         return Ok(());
     }
     for t in all {
-        let params: Vec<String> = t.params().iter().map(|p| format!("{}: {}", p.name, p.kind)).collect();
-        println!("{:<16} {:<14} {}", t.name(), format!("{:?}", t.level()), t.doc());
+        let params: Vec<String> = t
+            .params()
+            .iter()
+            .map(|p| format!("{}: {}", p.name, p.kind))
+            .collect();
+        println!(
+            "{:<16} {:<14} {}",
+            t.name(),
+            format!("{:?}", t.level()),
+            t.doc()
+        );
         if !params.is_empty() {
             println!("{:<16} {:<14} params: {}", "", "", params.join(", "));
         }
@@ -139,11 +158,21 @@ pub fn apply(args: &ApplyArgs) -> Result<(), CliError> {
     }
     let t = crate::transform::lookup(&args.transform).ok_or_else(|| {
         let names: Vec<&str> = crate::transform::all().iter().map(|t| t.name()).collect();
-        CliError::Failed(format!("no transformation named `{}` (see `dmove transforms`: {})", args.transform, names.join(", ")))
+        CliError::Failed(format!(
+            "no transformation named `{}` (see `dmove transforms`: {})",
+            args.transform,
+            names.join(", ")
+        ))
     })?;
-    let site = args.at.iter().map(|s| parse_node_id(s)).collect::<Result<Vec<_>, _>>()?;
+    let site = args
+        .at
+        .iter()
+        .map(|s| parse_node_id(s))
+        .collect::<Result<Vec<_>, _>>()?;
     if site.is_empty() {
-        return Err(CliError::Failed("`--at NODE` is required (node ids as printed by `dmove import`)".into()));
+        return Err(CliError::Failed(
+            "`--at NODE` is required (node ids as printed by `dmove import`)".into(),
+        ));
     }
     let params = parse_params(&args.params)?;
     let checks = Checks {
@@ -158,13 +187,25 @@ pub fn apply(args: &ApplyArgs) -> Result<(), CliError> {
         step.touched,
         step.checks.join(", ")
     );
-    write_output(args.output.as_deref().unwrap_or_else(|| std::path::Path::new("-")), print_exact(&p).as_bytes())
+    write_output(
+        args.output
+            .as_deref()
+            .unwrap_or_else(|| std::path::Path::new("-")),
+        print_exact(&p).as_bytes(),
+    )
 }
 
 /// `dmove c`: the generated C for a model (lowered completely first).
-pub fn emit_c(model: &std::path::Path, bindings: &Bindings, output: Option<&std::path::Path>) -> Result<(), CliError> {
+pub fn emit_c(
+    model: &std::path::Path,
+    bindings: &Bindings,
+    output: Option<&std::path::Path>,
+) -> Result<(), CliError> {
     let mut p = load_program(model, bindings)?;
     expand_all(&mut p)?;
     let c = crate::codegen::emit(&p)?;
-    write_output(output.unwrap_or_else(|| std::path::Path::new("-")), c.source.as_bytes())
+    write_output(
+        output.unwrap_or_else(|| std::path::Path::new("-")),
+        c.source.as_bytes(),
+    )
 }

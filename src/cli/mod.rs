@@ -71,22 +71,39 @@ impl Bindings {
             ..ImportOptions::default()
         };
         for s in &self.shapes {
-            let (name, dims) = split_binding(s, "shape binding", "write NAME=D0xD1x…, e.g. input=1x3x224x224")?;
+            let (name, dims) = split_binding(
+                s,
+                "shape binding",
+                "write NAME=D0xD1x…, e.g. input=1x3x224x224",
+            )?;
             let dims = dims
                 .split('x')
                 .map(|d| d.trim().parse::<i64>().ok().filter(|v| *v >= 0))
                 .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| bad("shape binding", s, "dimensions are non-negative integers separated by `x`"))?;
+                .ok_or_else(|| {
+                    bad(
+                        "shape binding",
+                        s,
+                        "dimensions are non-negative integers separated by `x`",
+                    )
+                })?;
             opts.input_shapes.insert(name, dims);
         }
         for s in &self.dims {
-            let (name, v) = split_binding(s, "dimension binding", "write NAME=VALUE, e.g. batch=1")?;
+            let (name, v) =
+                split_binding(s, "dimension binding", "write NAME=VALUE, e.g. batch=1")?;
             let v = v
                 .trim()
                 .parse::<i64>()
                 .ok()
                 .filter(|v| *v >= 0)
-                .ok_or_else(|| bad("dimension binding", s, "the value is a non-negative integer"))?;
+                .ok_or_else(|| {
+                    bad(
+                        "dimension binding",
+                        s,
+                        "the value is a non-negative integer",
+                    )
+                })?;
             opts.dims.insert(name, v);
         }
         Ok(opts)
@@ -101,7 +118,11 @@ fn bad(what: &'static str, text: &str, hint: &'static str) -> CliError {
     }
 }
 
-fn split_binding(s: &str, what: &'static str, hint: &'static str) -> Result<(String, String), CliError> {
+fn split_binding(
+    s: &str,
+    what: &'static str,
+    hint: &'static str,
+) -> Result<(String, String), CliError> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(bad(what, s, hint)),
@@ -110,7 +131,10 @@ fn split_binding(s: &str, what: &'static str, hint: &'static str) -> Result<(Str
 
 /// Loads a program from an `.onnx` model or a textual IR file (anything else).
 pub fn load_program(path: &Path, bindings: &Bindings) -> Result<Program, CliError> {
-    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+    {
         let opts = bindings.import_options(path.parent().map(Path::to_path_buf))?;
         return Ok(import_file(path, &opts)?);
     }
@@ -134,10 +158,12 @@ pub fn load_program(path: &Path, bindings: &Bindings) -> Result<Program, CliErro
 pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     if path == Path::new("-") {
         use std::io::Write;
-        return std::io::stdout().write_all(bytes).map_err(|source| CliError::Write {
-            path: path.to_path_buf(),
-            source,
-        });
+        return std::io::stdout()
+            .write_all(bytes)
+            .map_err(|source| CliError::Write {
+                path: path.to_path_buf(),
+                source,
+            });
     }
     crate::fsutil::write_atomic(path, bytes).map_err(|source| CliError::Write {
         path: path.to_path_buf(),
@@ -150,10 +176,18 @@ pub fn parse_params(pairs: &[String]) -> Result<crate::transform::Params, CliErr
     use crate::transform::ParamValue;
     let mut out = BTreeMap::new();
     for s in pairs {
-        let (k, v) = split_binding(s, "transformation parameter", "write NAME=VALUE, e.g. tiles=32,32,0")?;
+        let (k, v) = split_binding(
+            s,
+            "transformation parameter",
+            "write NAME=VALUE, e.g. tiles=32,32,0",
+        )?;
         let value = if let Ok(i) = v.trim().parse::<i64>() {
             ParamValue::Int(i)
-        } else if let Some(list) = v.split(',').map(|x| x.trim().parse::<i64>().ok()).collect::<Option<Vec<_>>>() {
+        } else if let Some(list) = v
+            .split(',')
+            .map(|x| x.trim().parse::<i64>().ok())
+            .collect::<Option<Vec<_>>>()
+        {
             ParamValue::Ints(list)
         } else {
             ParamValue::Str(v)

@@ -120,25 +120,46 @@ pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, 
         errors.push(check_outputs(name, &c.run(&inputs)?, &reference)?);
         compiled.push((name, c));
     }
-    say(&format!("timing both variants ({} warm-up runs, {} timed runs each)", opts.warmup, opts.reps));
+    say(&format!(
+        "timing both variants ({} warm-up runs, {} timed runs each)",
+        opts.warmup, opts.reps
+    ));
     for ((name, c), err) in compiled.iter().zip(&errors) {
-        let stats = Stats::from_samples(&c.bench(&inputs, opts.warmup, opts.reps)?)
-            .unwrap_or(Stats { median_ms: f64::NAN, min_ms: f64::NAN, max_ms: f64::NAN, reps: 0 });
+        let stats =
+            Stats::from_samples(&c.bench(&inputs, opts.warmup, opts.reps)?).unwrap_or(Stats {
+                median_ms: f64::NAN,
+                min_ms: f64::NAN,
+                max_ms: f64::NAN,
+                reps: 0,
+            });
         medians.push(stats.median_ms);
-        rows.push(Row::measured(name, stats, flops, medians.first().copied(), Some(*err)));
+        rows.push(Row::measured(
+            name,
+            stats,
+            flops,
+            medians.first().copied(),
+            Some(*err),
+        ));
     }
     if opts.peer {
         say("timing ONNX Runtime on the same model");
-        rows.push(match onnxruntime(&bytes, &[(INPUT.to_string(), x)], opts.warmup, opts.reps) {
-            Ok(run) => {
-                let err = run.outputs.get(OUTPUT).map(|t| compare(t, &reference[OUTPUT]).max_abs_error);
-                match Stats::from_samples(&run.samples_ms) {
-                    Some(s) => Row::measured("onnxruntime", s, flops, medians.first().copied(), err),
-                    None => Row::unavailable("onnxruntime", "no timings returned"),
+        rows.push(
+            match onnxruntime(&bytes, &[(INPUT.to_string(), x)], opts.warmup, opts.reps) {
+                Ok(run) => {
+                    let err = run
+                        .outputs
+                        .get(OUTPUT)
+                        .map(|t| compare(t, &reference[OUTPUT]).max_abs_error);
+                    match Stats::from_samples(&run.samples_ms) {
+                        Some(s) => {
+                            Row::measured("onnxruntime", s, flops, medians.first().copied(), err)
+                        }
+                        None => Row::unavailable("onnxruntime", "no timings returned"),
+                    }
                 }
-            }
-            Err(e) => Row::unavailable("onnxruntime", e.to_string()),
-        });
+                Err(e) => Row::unavailable("onnxruntime", e.to_string()),
+            },
+        );
     }
     Ok(DemoReport {
         config: cfg,
@@ -148,7 +169,11 @@ pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, 
         speedup: medians[0] / medians[1],
         max_abs_error: errors[1],
         rows,
-        steps: report.steps.iter().map(|s| format!("{} at {:?}", s.transformation, s.site)).collect(),
+        steps: report
+            .steps
+            .iter()
+            .map(|s| format!("{} at {:?}", s.transformation, s.site))
+            .collect(),
         refused: report.skipped,
     })
 }
@@ -162,7 +187,12 @@ fn check_outputs(
     crate::check::compare_outputs(got, want)
         .map(|report| report.values().map(|c| c.max_abs_error).fold(0.0, f64::max))
         .map_err(|e| match e {
-            crate::check::NumericsError::Differs { output, max_abs_error, detail, .. } => DemoError::Mismatch {
+            crate::check::NumericsError::Differs {
+                output,
+                max_abs_error,
+                detail,
+                ..
+            } => DemoError::Mismatch {
                 variant: variant.to_string(),
                 output,
                 max_abs_error,
@@ -179,7 +209,11 @@ fn check_outputs(
 
 /// The baseline and optimized programs for `cfg`, without compiling or timing (for tests and
 /// for `dmove demo --emit`).
-pub fn programs(cfg: &EncoderConfig, seed: u64, checks: &Checks) -> Result<(Program, Program, schedule::ScheduleReport), DemoError> {
+pub fn programs(
+    cfg: &EncoderConfig,
+    seed: u64,
+    checks: &Checks,
+) -> Result<(Program, Program, schedule::ScheduleReport), DemoError> {
     let bytes = encoder_model(cfg, seed);
     let mut baseline = import(&load_model(&bytes)?, &ImportOptions::default())?;
     expand_all(&mut baseline)?;

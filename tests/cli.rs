@@ -1,0 +1,182 @@
+//! The `dmove` binary end to end: the README's tour, bad input, and a small demo.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dmove(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dmove"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn readme_tour_runs_as_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let mlp = fixture("mlp.onnx");
+    let steps: [&[&str]; 4] = [
+        &["import", &mlp, "--expand", "--exact", "-o", "mlp.ir"],
+        &[
+            "apply",
+            "mlp.ir",
+            "-t",
+            "MapFusion",
+            "--at",
+            "n27,n33",
+            "-o",
+            "a.ir",
+        ],
+        &[
+            "apply",
+            "a.ir",
+            "-t",
+            "MapTiling",
+            "--at",
+            "n19",
+            "--param",
+            "tiles=16,0,0",
+            "-o",
+            "b.ir",
+        ],
+        &[
+            "apply",
+            "b.ir",
+            "-t",
+            "Parallelize",
+            "--at",
+            "n19",
+            "-o",
+            "c.ir",
+        ],
+    ];
+    for args in steps {
+        let o = dmove(args, d);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let c = dmove(&["c", "c.ir"], d);
+    assert!(c.status.success(), "{}", stderr(&c));
+    assert!(String::from_utf8_lossy(&c.stdout).contains("#pragma omp parallel for"));
+    let refused = dmove(
+        &["apply", "mlp.ir", "-t", "MapFusion", "--at", "n13,n19"],
+        d,
+    );
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("fusion needs exactly one producer and one consumer"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn bad_inputs_fail_cleanly_with_a_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("junk.onnx"), b"this is not a model").expect("write");
+    let o = dmove(&["import", "junk.onnx"], d);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("junk.onnx"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"));
+    let o = dmove(&["import", "missing.onnx"], d);
+    assert_eq!(o.status.code(), Some(1));
+    let o = dmove(&["import", &fixture("mlp.onnx"), "--shape", "x=64xabc"], d);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("not a valid shape binding"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(
+        d.join("broken.ir"),
+        "program \"p\"\ngraph {\n  n0 -> n99 x[0]\n}\n",
+    )
+    .expect("write");
+    let o = dmove(
+        &["apply", "broken.ir", "-t", "Parallelize", "--at", "n0"],
+        d,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    let o = dmove(
+        &[
+            "apply",
+            &fixture("mlp.onnx"),
+            "--expand",
+            "-t",
+            "NoSuchThing",
+            "--at",
+            "n1",
+        ],
+        d,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no transformation named `NoSuchThing`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn small_demo_reports_json_with_the_documented_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "demo",
+        "--json",
+        "--no-peer",
+        "--seq",
+        "8",
+        "--hidden",
+        "16",
+        "--heads",
+        "2",
+        "--ffn",
+        "24",
+        "--reps",
+        "3",
+        "--warmup",
+        "1",
+    ];
+    let o = dmove(&args, dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    for key in ["baseline_ms", "optimized_ms", "speedup", "max_abs_error"] {
+        assert!(v[key].is_number(), "missing {key}: {v}");
+    }
+    let tol = dmove::numerics::tolerance(dmove::ir::DType::F32);
+    assert!(v["max_abs_error"].as_f64().expect("number") < tol.atol * 10.0);
+    let model = dmove(
+        &[
+            "demo",
+            "--write-model",
+            "demo.onnx",
+            "--seq",
+            "8",
+            "--hidden",
+            "16",
+            "--heads",
+            "2",
+            "--ffn",
+            "24",
+        ],
+        dir.path(),
+    );
+    assert!(model.status.success());
+    let imported = dmove(&["import", "demo.onnx"], dir.path());
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    assert!(String::from_utf8_lossy(&imported.stdout).contains("LayerNormalization"));
+}
