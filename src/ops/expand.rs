@@ -11,7 +11,7 @@ use crate::ir::{
     Graph, LibraryNode, NodeId, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr,
 };
 use petgraph::stable_graph::NodeIndex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a node could not be expanded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, miette::Diagnostic)]
@@ -69,7 +69,10 @@ pub fn expand_node(
         .iter()
         .map(|x| x.as_ref().map(|(_, d)| d.clone()))
         .collect();
-    let outs_named: Vec<String> = outs.iter().map(|(_, d)| d.clone()).collect();
+    let outs_named: Vec<Option<String>> = outs
+        .iter()
+        .map(|x| x.as_ref().map(|(_, d)| d.clone()))
+        .collect();
 
     let (data, next_id, constants) = p.builder_parts();
     let inputs = ins_named
@@ -81,7 +84,10 @@ pub fn expand_node(
         .collect();
     let outputs = outs_named
         .iter()
-        .filter_map(|d| data.get(d).map(|desc| (d.clone(), desc.clone())))
+        .map(|x| {
+            x.as_ref()
+                .and_then(|d| data.get(d).map(|desc| (d.clone(), desc.clone())))
+        })
         .collect();
     let mut b = ScopeBuilder::resume(data, next_id, Graph::default());
     for d in ins_named.iter().flatten() {
@@ -97,18 +103,26 @@ pub fn expand_node(
     };
     op.expand(implementation, &mut ctx)
         .map_err(|source| ExpandError::Op { id, source })?;
-    let sub = b.graph;
+    let mut sub = b.graph;
+    let taken: BTreeSet<String> = p.symbols.keys().chain(p.data.keys()).cloned().collect();
+    rename_clashing_params(&mut sub, &taken);
 
     let (scope, idx) = p.graph.locate_mut(id).ok_or(ExpandError::NoSuchNode(id))?;
     let anchors_in: BTreeMap<String, NodeIndex> =
         ins.into_iter().flatten().map(|(i, d)| (d, i)).collect();
-    let anchors_out: BTreeMap<String, NodeIndex> = outs.into_iter().map(|(i, d)| (d, i)).collect();
+    let anchors_out: BTreeMap<String, NodeIndex> =
+        outs.into_iter().flatten().map(|(i, d)| (d, i)).collect();
     let added = splice(scope, sub, &anchors_in, &anchors_out);
     scope.g.remove_node(idx);
     Ok(added)
 }
 
-type Wiring = (Vec<Option<(NodeIndex, String)>>, Vec<(NodeIndex, String)>);
+/// Access node and container of each input and output connector, by position (`None` where an
+/// optional connector is not wired).
+type Wiring = (
+    Vec<Option<(NodeIndex, String)>>,
+    Vec<Option<(NodeIndex, String)>>,
+);
 
 /// The access nodes attached to each input and output connector of a library node.
 fn wiring(g: &Graph, idx: NodeIndex, lib: &LibraryNode, id: NodeId) -> Result<Wiring, ExpandError> {
@@ -129,7 +143,7 @@ fn wiring(g: &Graph, idx: NodeIndex, lib: &LibraryNode, id: NodeId) -> Result<Wi
         }
         ins[pos] = Some((e.other, d.clone()));
     }
-    let mut outs: Vec<(usize, NodeIndex, String)> = Vec::new();
+    let mut outs: Vec<Option<(NodeIndex, String)>> = Vec::new();
     for e in g.out_edges(idx) {
         let conn = e.memlet.src_conn.clone().unwrap_or_default();
         let unwired = || ExpandError::Unwired {
@@ -141,10 +155,12 @@ fn wiring(g: &Graph, idx: NodeIndex, lib: &LibraryNode, id: NodeId) -> Result<Wi
         let NodeKind::Access(d) = &g.node(e.other).kind else {
             return Err(unwired());
         };
-        outs.push((pos, e.other, d.clone()));
+        if outs.len() <= pos {
+            outs.resize(pos + 1, None);
+        }
+        outs[pos] = Some((e.other, d.clone()));
     }
-    outs.sort();
-    Ok((ins, outs.into_iter().map(|(_, i, d)| (i, d)).collect()))
+    Ok((ins, outs))
 }
 
 /// Moves `sub` into `scope`. In `sub`, the first access node of an input container becomes the
@@ -206,6 +222,33 @@ pub fn expand_all(p: &mut Program) -> Result<usize, ExpandError> {
         let Some(id) = next else { return Ok(count) };
         expand_node(p, id, None)?;
         count += 1;
+    }
+}
+
+/// Renames map parameters that would shadow a program symbol or container (an expansion's `k`
+/// meeting a model dimension called `k`), in the parameter list and everywhere in the body.
+fn rename_clashing_params(g: &mut Graph, taken: &BTreeSet<String>) {
+    for node in g.g.node_weights_mut() {
+        let NodeKind::Map(m) = &mut node.kind else {
+            continue;
+        };
+        for i in 0..m.params.len() {
+            let old = m.params[i].name.clone();
+            if !taken.contains(&old) {
+                continue;
+            }
+            let used: BTreeSet<String> = m.params.iter().map(|q| q.name.clone()).collect();
+            let new = (1..)
+                .map(|k| format!("{old}_{k}"))
+                .find(|n| !taken.contains(n) && !used.contains(n))
+                .expect("unbounded names");
+            let to = SymExpr::sym(new.as_str());
+            let rename = |s: &str| (s == old).then(|| to.clone());
+            // Sibling ranges keep the old name: there it means the program's symbol.
+            m.params[i].name = new.clone();
+            crate::ir::rewrite::substitute_symbols(&mut m.body, &rename);
+        }
+        rename_clashing_params(&mut m.body, taken);
     }
 }
 
@@ -271,4 +314,33 @@ pub fn copy_map(
             )],
         );
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::DType;
+    use crate::ops::TensorType;
+
+    /// A model dimension named like an expansion's loop variable (`k` in MatMul) must not
+    /// capture it.
+    #[test]
+    fn expansion_params_never_shadow_model_symbols() {
+        let a = TensorType::new(DType::F32, vec![SymExpr::sym("k"), SymExpr::Int(4)]);
+        let b = TensorType::new(DType::F32, vec![SymExpr::Int(4), SymExpr::Int(3)]);
+        let mut p =
+            crate::check::single_op_program("MatMul", BTreeMap::new(), &[Some(a), Some(b)], &[])
+                .expect("builds");
+        p.symbols.insert("k".into(), Some(5));
+        crate::ir::validate::validate(&p).expect("valid before");
+        let lowered = crate::check::expansion_matches(&p, 11).expect("same results");
+        let mut params = Vec::new();
+        lowered.graph.walk(&mut |n| {
+            if let NodeKind::Map(m) = &n.kind {
+                params.extend(m.params.iter().map(|q| q.name.clone()));
+            }
+        });
+        assert!(params.contains(&"k_1".to_string()), "{params:?}");
+        assert!(!params.contains(&"k".to_string()));
+    }
 }

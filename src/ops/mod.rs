@@ -106,8 +106,8 @@ pub struct ExpandCtx<'c, 'p> {
     pub node: &'c LibraryNode,
     /// Input containers by position (`None` for an absent optional input).
     pub inputs: Vec<Option<(String, DataDesc)>>,
-    /// Output containers by position.
-    pub outputs: Vec<(String, DataDesc)>,
+    /// Output containers by position (`None` for an output the node does not produce).
+    pub outputs: Vec<Option<(String, DataDesc)>>,
     /// Values of constant inputs, when known.
     pub constants: &'c BTreeMap<String, Tensor>,
     /// Append the replacement maps here; read inputs and write outputs by their container names.
@@ -128,6 +128,7 @@ impl ExpandCtx<'_, '_> {
     pub fn output(&self, i: usize) -> Result<&(String, DataDesc), OpError> {
         self.outputs
             .get(i)
+            .and_then(|x| x.as_ref())
             .ok_or_else(|| OpError::shape(&self.node.op, format!("missing output {i}")))
     }
 

@@ -154,7 +154,7 @@ impl Operator for LayerNormalization {
         stat_idx.resize(rank, SymExpr::Int(0));
         let n = dim_product(&desc.shape[at.axis..]);
 
-        let mut stat = |i: usize, suffix: &str| match ctx.outputs.get(i) {
+        let mut stat = |i: usize, suffix: &str| match ctx.outputs.get(i).and_then(|x| x.as_ref()) {
             Some((name, _)) => name.clone(),
             None => ctx
                 .b

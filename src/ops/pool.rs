@@ -199,7 +199,7 @@ impl Operator for Pool {
     /// through a select), and for averages a map dividing the sums by the window's divisor,
     /// which is an index expression when windows differ in size.
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        if ctx.outputs.len() > 1 {
+        if ctx.outputs.iter().skip(1).any(Option::is_some) {
             return Err(OpError::unsupported(
                 self.name,
                 "only the pooled values are supported, not the Indices output",
