@@ -27,8 +27,17 @@ fn interpreter_agrees_with_onnxruntime_on_the_encoder_layer() {
         }
         Err(e) => panic!("onnxruntime: {e}"),
     };
-    let program = import(&load_model(&bytes).expect("loads"), &ImportOptions::default()).expect("imports");
-    let ours = dmove::interp::run(&program, &BTreeMap::from([(INPUT.to_string(), x)])).expect("runs");
+    let program = import(
+        &load_model(&bytes).expect("loads"),
+        &ImportOptions::default(),
+    )
+    .expect("imports");
+    let ours =
+        dmove::interp::run(&program, &BTreeMap::from([(INPUT.to_string(), x)])).expect("runs");
     let c = dmove::numerics::compare(&ours[OUTPUT], &peer.outputs[OUTPUT]);
-    assert!(c.within_tolerance, "max abs error {} vs onnxruntime", c.max_abs_error);
+    assert!(
+        c.within_tolerance,
+        "max abs error {} vs onnxruntime",
+        c.max_abs_error
+    );
 }
