@@ -9,6 +9,8 @@ mod nesting;
 mod reduction;
 #[path = "transform_maps/schedules.rs"]
 mod schedules;
+#[path = "transform_maps/staging.rs"]
+mod staging;
 
 use dmove::check::{compare_outputs, random_inputs, same_outputs};
 use dmove::codegen::{BuildConfig, Compiled};

@@ -10,6 +10,7 @@
 //! and listing it in [`all`].
 
 pub mod engine;
+mod local_storage;
 mod map_collapse;
 mod map_expansion;
 mod map_fusion;
@@ -23,6 +24,7 @@ mod strip_mining;
 mod unroll;
 mod vectorize;
 
+pub use local_storage::LocalStorage;
 pub use map_collapse::MapCollapse;
 pub use map_expansion::MapExpansion;
 pub use map_fusion::MapFusion;
@@ -120,6 +122,7 @@ pub trait Transformation: Sync {
 /// Every built-in transformation, by name.
 pub fn all() -> Vec<&'static dyn Transformation> {
     vec![
+        &LocalStorage,
         &MapCollapse,
         &MapExpansion,
         &MapFusion,
