@@ -413,7 +413,9 @@ impl<'a> Validator<'a> {
             }
         }
         for d in &outs {
-            if !boundary.writes.contains_key(d) {
+            if !boundary.writes.contains_key(d)
+                && !super::build::passes_scoped(m, &self.p.data, d, true)
+            {
                 self.fail(
                     Location::Node(id),
                     format!("map claims to write `{d}` but its body never does"),

@@ -10,18 +10,31 @@
 //! and listing it in [`all`].
 
 pub mod engine;
+mod local_storage;
+mod map_collapse;
 mod map_expansion;
 mod map_fusion;
 mod map_interchange;
+mod map_support;
 mod map_tiling;
 mod nest;
 mod parallelize;
+mod register_accumulation;
+mod strip_mining;
+mod unroll;
+mod vectorize;
 
+pub use local_storage::LocalStorage;
+pub use map_collapse::MapCollapse;
 pub use map_expansion::MapExpansion;
 pub use map_fusion::MapFusion;
 pub use map_interchange::MapInterchange;
 pub use map_tiling::MapTiling;
 pub use parallelize::Parallelize;
+pub use register_accumulation::RegisterAccumulation;
+pub use strip_mining::StripMining;
+pub use unroll::Unroll;
+pub use vectorize::Vectorize;
 
 use crate::ir::{NodeId, Program};
 use serde::{Deserialize, Serialize};
@@ -109,11 +122,17 @@ pub trait Transformation: Sync {
 /// Every built-in transformation, by name.
 pub fn all() -> Vec<&'static dyn Transformation> {
     vec![
+        &LocalStorage,
+        &MapCollapse,
         &MapExpansion,
         &MapFusion,
         &MapInterchange,
         &MapTiling,
         &Parallelize,
+        &RegisterAccumulation,
+        &StripMining,
+        &Unroll,
+        &Vectorize,
     ]
 }
 
