@@ -98,7 +98,7 @@ pub(crate) fn op_in(
         return Err(refuse(
             t,
             id,
-            format!("node is a {}, not {}", lib.op, alternatives(ops)),
+            format!("node applies {}; expected {}", lib.op, alternatives(ops)),
         ));
     }
     let (inputs, outputs) = wiring(g, idx, &lib, id).map_err(|e| refuse(t, id, e.to_string()))?;
@@ -111,12 +111,12 @@ pub(crate) fn op_in(
     })
 }
 
-/// "a Reshape", "a Reshape or Flatten", "a Reshape, Flatten or Squeeze".
+/// "Reshape", "Reshape or Flatten", "Reshape, Flatten or Squeeze".
 fn alternatives(ops: &[&str]) -> String {
     match ops {
-        [] => "an operator".into(),
-        [only] => format!("a {only}"),
-        [init @ .., last] => format!("a {} or {last}", init.join(", ")),
+        [] => "any operator".into(),
+        [only] => only.to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }
 

@@ -93,6 +93,9 @@ fn matmul_add_refuses_batches_non_broadcasting_bias_and_shared_products() {
     let (mm, add) = (node(&p, "MatMul", 0), node(&p, "Add", 0));
     let e = refused(&mut p, "MatMulAddToGemm", &[mm, add], &Params::new());
     assert_reason(&e, mm, "`T` is read by 2 and written by 1 edge(s)");
+    let relu = node(&p, "Relu", 0);
+    let e = refused(&mut p, "MatMulAddToGemm", &[mm, relu], &Params::new());
+    assert_reason(&e, relu, "node applies Relu; expected Add");
 }
 
 #[test]
