@@ -9,6 +9,9 @@ use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, Out};
 use crate::ir::{BinOp, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
 
+#[path = "conv_im2col.rs"]
+mod im2col;
+
 pub static OPS: &[&dyn Operator] = &[&Conv];
 
 const NAME: &str = "Conv";
@@ -200,10 +203,18 @@ impl Operator for Conv {
         Ok(vec![Tensor::from_f64(x.dtype(), out_shape, &y)])
     }
 
-    /// An init map writing the bias (or zero) into Y, then one accumulation map over
+    fn expansions(&self) -> &'static [&'static str] {
+        &["pure", "im2col"]
+    }
+
+    /// `pure`: an init map writing the bias (or zero) into Y, then one accumulation map over
     /// `(n, [g,] m, o…, c, k…)` adding `X·W` with a sum write-conflict. Padded positions read a
     /// clamped in-bounds element and contribute zero through a select on the index.
-    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+    /// `im2col`: see [`im2col`].
+    fn expand(&self, implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        if implementation == "im2col" {
+            return im2col::expand(ctx);
+        }
         let (x, xd) = ctx.input(0)?.clone();
         let (w, wd) = ctx.input(1)?.clone();
         let bias = ctx.inputs.get(2).cloned().flatten();
