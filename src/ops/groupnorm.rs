@@ -204,7 +204,8 @@ impl Operator for Normalization {
         let sym = |t: &Tensor| sym_shape(&t.shape);
         let grouping = (self.grouping)(node, &sym(x), [&sym(scale), &sym(bias)])?;
         let cpg = grouping.per_group.as_int().unwrap_or(1) as usize;
-        let groups = x.shape[1] / cpg;
+        // Zero channels make zero groups (and no division by zero).
+        let groups = x.shape[1] / cpg.max(1);
         let spatial: usize = x.shape[2..].iter().product();
         let strides = x.strides();
         let mut y = vec![0.0; x.len()];
