@@ -12,13 +12,20 @@ mod activation;
 mod batchnorm;
 pub mod broadcast;
 mod conv;
+mod conv_transpose;
+mod dropout;
+mod einsum;
 mod elementwise;
 pub mod expand;
 pub mod flops;
+mod groupnorm;
 mod identity;
 mod matmul;
+mod mean;
+mod mish;
 mod norm;
 mod pool;
+mod reduce;
 mod shape;
 mod softmax;
 mod support;
@@ -195,11 +202,18 @@ pub fn all() -> Vec<&'static dyn Operator> {
         activation::OPS,
         batchnorm::OPS,
         conv::OPS,
+        conv_transpose::OPS,
+        dropout::OPS,
+        einsum::OPS,
         elementwise::OPS,
+        groupnorm::OPS,
         identity::OPS,
         matmul::OPS,
+        mean::OPS,
+        mish::OPS,
         norm::OPS,
         pool::OPS,
+        reduce::OPS,
         shape::OPS,
         softmax::OPS,
     ] {

@@ -13,7 +13,7 @@ use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor};
 
 /// The `auto_pad` attribute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AutoPad {
+pub(super) enum AutoPad {
     NotSet,
     Valid,
     SameUpper,
@@ -21,7 +21,7 @@ enum AutoPad {
 }
 
 impl AutoPad {
-    fn parse(op: &str, node: &LibraryNode) -> Result<AutoPad, OpError> {
+    pub(super) fn parse(op: &str, node: &LibraryNode) -> Result<AutoPad, OpError> {
         Ok(match node.str("auto_pad").unwrap_or("NOTSET") {
             "NOTSET" => AutoPad::NotSet,
             "VALID" => AutoPad::Valid,
@@ -82,7 +82,7 @@ pub enum Tap {
 
 /// Reads an integer-list attribute of length `len` whose elements are at least `min`, or
 /// returns `default` repeated when it is absent.
-fn int_list(
+pub(super) fn int_list(
     op: &str,
     node: &LibraryNode,
     name: &str,
