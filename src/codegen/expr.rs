@@ -14,7 +14,7 @@
 //! wrap-around of negative indices belongs to the operator's expansion, not here.
 
 use super::emit::DataInfo;
-use crate::ir::{BinOp, DType, Precision, SymExpr, TExpr, UnOp};
+use crate::ir::{BinOp, DType, Dim, Precision, Subset, SymExpr, TExpr, UnOp};
 use std::collections::BTreeMap;
 
 /// Integer and min/max helpers every generated program starts with.
@@ -165,6 +165,26 @@ fn double_literal(v: f64) -> String {
 pub(crate) struct WindowC<'a> {
     pub info: &'a DataInfo,
     pub dims: Vec<[String; 3]>,
+}
+
+impl<'a> WindowC<'a> {
+    /// The window of `subset` (of the same rank as `info`), printing index expressions with
+    /// `c_sym`; a single index is a window of one point.
+    pub fn new(
+        info: &'a DataInfo,
+        subset: &Subset,
+        c_sym: &mut dyn FnMut(&SymExpr) -> String,
+    ) -> Self {
+        let dims = subset
+            .0
+            .iter()
+            .map(|dim| match dim {
+                Dim::Index(e) => [c_sym(e), "1".to_string(), "1".to_string()],
+                Dim::Range(r) => [c_sym(&r.start), c_sym(&r.len()), c_sym(&r.step)],
+            })
+            .collect();
+        WindowC { info, dims }
+    }
 }
 
 /// How a tasklet expression reaches its connectors in C.

@@ -446,37 +446,15 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    /// The subset a connector read by element covers: per dimension the C start, number of
-    /// points and step.
+    /// The subset a connector read by element covers (see [`WindowC`]).
     fn window(
         &mut self,
         id: NodeId,
         d: &'a DataInfo,
         subset: &Subset,
     ) -> Result<WindowC<'a>, CodegenError> {
-        if subset.rank() != d.shape.len() {
-            return Err(malformed(
-                id,
-                format!(
-                    "subset {subset} has rank {} but the container has {}",
-                    subset.rank(),
-                    d.shape.len()
-                ),
-            ));
-        }
-        let dims = subset
-            .0
-            .iter()
-            .map(|dim| match dim {
-                Dim::Index(e) => [self.c_sym(e), "1".to_string(), "1".to_string()],
-                Dim::Range(r) => [
-                    self.c_sym(&r.start),
-                    self.c_sym(&r.len()),
-                    self.c_sym(&r.step),
-                ],
-            })
-            .collect();
-        Ok(WindowC { info: d, dims })
+        check_rank(id, d, subset)?;
+        Ok(WindowC::new(d, subset, &mut |e| self.c_sym(e)))
     }
 
     /// Whether threads of the enclosing parallel region may update the same element.
@@ -527,16 +505,7 @@ impl<'a> Emitter<'a> {
         d: &DataInfo,
         subset: &Subset,
     ) -> Result<String, CodegenError> {
-        if subset.rank() != d.shape.len() {
-            return Err(malformed(
-                id,
-                format!(
-                    "subset {subset} has rank {} but the container has {}",
-                    subset.rank(),
-                    d.shape.len()
-                ),
-            ));
-        }
+        check_rank(id, d, subset)?;
         let mut parts = Vec::new();
         for dim in &subset.0 {
             match dim {
@@ -561,6 +530,21 @@ fn lookup(params: &BTreeMap<String, String>, unbound: &mut BTreeSet<String>, s: 
             "0".to_string()
         }
     }
+}
+
+/// A memlet subset must have one dimension per dimension of its container.
+fn check_rank(id: NodeId, d: &DataInfo, subset: &Subset) -> Result<(), CodegenError> {
+    if subset.rank() == d.shape.len() {
+        return Ok(());
+    }
+    Err(malformed(
+        id,
+        format!(
+            "subset {subset} has rank {} but the container has {}",
+            subset.rank(),
+            d.shape.len()
+        ),
+    ))
 }
 
 fn malformed(id: NodeId, message: String) -> CodegenError {

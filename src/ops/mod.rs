@@ -15,13 +15,18 @@ mod conv;
 mod elementwise;
 pub mod expand;
 pub mod flops;
+mod generate;
 mod identity;
+mod index;
+mod logic;
 mod matmul;
 mod norm;
 mod pool;
+mod scan;
 mod shape;
 mod softmax;
 mod support;
+mod topk;
 mod window;
 
 use crate::ir::build::ScopeBuilder;
@@ -196,12 +201,17 @@ pub fn all() -> Vec<&'static dyn Operator> {
         batchnorm::OPS,
         conv::OPS,
         elementwise::OPS,
+        generate::OPS,
         identity::OPS,
+        index::OPS,
+        logic::OPS,
         matmul::OPS,
         norm::OPS,
         pool::OPS,
+        scan::OPS,
         shape::OPS,
         softmax::OPS,
+        topk::OPS,
     ] {
         v.extend_from_slice(family);
     }
