@@ -4,10 +4,11 @@
 //! to parameter *slots* instead of names (affine ones as coefficient lists), so the inner loop does
 //! no map lookups. Program symbols are substituted at compile time.
 
+use super::texec::{store, CExpr, CWindow, Eval};
 use super::{run_library, InterpError};
 use crate::ir::{
-    BinOp, Graph, MapNode, NodeId, NodeKind, Program, Range, SymEnv, SymExpr, TExpr, Tasklet,
-    Tensor, UnOp, Wcr,
+    DType, Dim, Graph, MapNode, NodeId, NodeKind, Precision, Program, Range, Subset, SymEnv,
+    SymExpr, TExpr, Tasklet, Tensor, Wcr,
 };
 use petgraph::stable_graph::NodeIndex;
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ impl<'p> Frame<'p> {
                         env: self.env,
                         slots: Vec::new(),
                         data: self.p.data.keys().cloned().collect(),
+                        dtypes: self.p.data.values().map(|d| d.dtype).collect(),
                     };
                     let step = c.node(g, idx)?;
                     self.execute(&c.data, &step)?;
@@ -69,7 +71,7 @@ impl<'p> Frame<'p> {
 
 /// An index expression over parameter slots.
 #[derive(Debug)]
-enum CIdx {
+pub(super) enum CIdx {
     Affine {
         terms: Vec<(usize, i64)>,
         constant: i64,
@@ -78,7 +80,7 @@ enum CIdx {
 }
 
 #[derive(Debug)]
-enum CTree {
+pub(super) enum CTree {
     Int(i64),
     Slot(usize),
     Add(Vec<CTree>),
@@ -90,7 +92,7 @@ enum CTree {
 }
 
 impl CIdx {
-    fn eval(&self, s: &[i64]) -> Option<i64> {
+    pub(super) fn eval(&self, s: &[i64]) -> Option<i64> {
         match self {
             CIdx::Affine { terms, constant } => {
                 Some(terms.iter().fold(*constant, |acc, (slot, c)| {
@@ -127,40 +129,30 @@ impl CTree {
     }
 }
 
+impl CIdx {
+    /// The constant 1 (the step of a single-index dimension).
+    fn one() -> CIdx {
+        CIdx::Affine {
+            terms: Vec::new(),
+            constant: 1,
+        }
+    }
+}
+
+/// How a tasklet's connectors are reached while its expressions are compiled.
+struct Conns<'a> {
+    /// Plain inputs: position among the loaded values.
+    slots: &'a BTreeMap<String, usize>,
+    /// Element reads: position among the windows.
+    windows: &'a BTreeMap<String, usize>,
+    precision: Precision,
+}
+
 /// One element access: container slot and per-dimension indices.
 #[derive(Debug)]
 struct CAccess {
     data: usize,
     dims: Vec<CIdx>,
-}
-
-#[derive(Debug)]
-enum CExpr {
-    Const(f32),
-    Input(usize),
-    Index(CIdx),
-    Unary(UnOp, Box<CExpr>),
-    Binary(BinOp, Box<CExpr>, Box<CExpr>),
-    Select(Box<CExpr>, Box<CExpr>, Box<CExpr>),
-}
-
-impl CExpr {
-    fn eval(&self, inputs: &[f32], s: &[i64]) -> f32 {
-        match self {
-            CExpr::Const(v) => *v,
-            CExpr::Input(i) => inputs[*i],
-            CExpr::Index(e) => e.eval(s).unwrap_or(0) as f32,
-            CExpr::Unary(op, x) => op.apply(x.eval(inputs, s)),
-            CExpr::Binary(op, a, b) => op.apply(a.eval(inputs, s), b.eval(inputs, s)),
-            CExpr::Select(c, a, b) => {
-                if c.eval(inputs, s) != 0.0 {
-                    a.eval(inputs, s)
-                } else {
-                    b.eval(inputs, s)
-                }
-            }
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -171,7 +163,11 @@ enum Step {
     },
     Tasklet {
         node: NodeId,
+        precision: Precision,
+        /// Connectors read as whole values, loaded before evaluation.
         inputs: Vec<CAccess>,
+        /// Connectors read by element at computed indices.
+        windows: Vec<CWindow>,
         outputs: Vec<(CAccess, Option<Wcr>, CExpr)>,
     },
 }
@@ -181,6 +177,8 @@ struct Compiler<'e> {
     env: &'e SymEnv,
     slots: Vec<String>,
     data: Vec<String>,
+    /// Element type of each container, by the position in `data`.
+    dtypes: Vec<DType>,
 }
 
 impl Compiler<'_> {
@@ -227,13 +225,38 @@ impl Compiler<'_> {
 
     fn tasklet(&mut self, g: &Graph, idx: NodeIndex, t: &Tasklet) -> Result<Step, InterpError> {
         let id = g.node(idx).id;
+        let exprs = || t.outputs.iter().map(|(_, e)| e);
+        let plain: Vec<String> = exprs().flat_map(TExpr::plain_inputs).collect();
+        let by_element: Vec<String> = exprs()
+            .flat_map(TExpr::element_reads)
+            .map(|(c, _)| c)
+            .collect();
+        let mut dtypes = Vec::new();
         let mut inputs = Vec::new();
+        let mut windows = Vec::new();
         let mut conn_slot: BTreeMap<String, usize> = BTreeMap::new();
+        let mut conn_window: BTreeMap<String, usize> = BTreeMap::new();
         for e in g.in_edges(idx) {
             let conn = e.memlet.dst_conn.clone().unwrap_or_default();
-            conn_slot.insert(conn, inputs.len());
-            inputs.push(self.access(id, &e.memlet.data, &e.memlet.subset)?);
+            dtypes.push(self.dtype_of(id, &e.memlet.data)?);
+            if by_element.contains(&conn) {
+                conn_window.insert(conn.clone(), windows.len());
+                windows.push(self.window(id, &conn, &e.memlet.data, &e.memlet.subset)?);
+            }
+            if plain.contains(&conn) || !by_element.contains(&conn) {
+                conn_slot.insert(conn, inputs.len());
+                inputs.push(self.access(id, &e.memlet.data, &e.memlet.subset)?);
+            }
         }
+        for e in g.out_edges(idx) {
+            dtypes.push(self.dtype_of(id, &e.memlet.data)?);
+        }
+        let precision = Precision::of(dtypes);
+        let conns = Conns {
+            slots: &conn_slot,
+            windows: &conn_window,
+            precision,
+        };
         let mut outputs = Vec::new();
         for e in g.out_edges(idx) {
             let conn = e.memlet.src_conn.clone().unwrap_or_default();
@@ -246,7 +269,7 @@ impl Compiler<'_> {
                     node: id,
                     message: format!("out-edge on unknown connector `{conn}`"),
                 })?;
-            let value = self.expr(id, expr, &conn_slot)?;
+            let value = self.expr(id, expr, &conns)?;
             outputs.push((
                 self.access(id, &e.memlet.data, &e.memlet.subset)?,
                 e.memlet.wcr,
@@ -255,8 +278,51 @@ impl Compiler<'_> {
         }
         Ok(Step::Tasklet {
             node: id,
+            precision,
             inputs,
+            windows,
             outputs,
+        })
+    }
+
+    fn dtype_of(&self, id: NodeId, data: &str) -> Result<DType, InterpError> {
+        self.data
+            .iter()
+            .position(|d| d == data)
+            .map(|i| self.dtypes[i])
+            .ok_or_else(|| InterpError::Unsupported {
+                node: id,
+                message: format!("memlet on undeclared container `{data}`"),
+            })
+    }
+
+    /// The subset a connector read by element may touch, per dimension `[start, end, step]`.
+    fn window(
+        &self,
+        id: NodeId,
+        conn: &str,
+        data: &str,
+        subset: &Subset,
+    ) -> Result<CWindow, InterpError> {
+        let CAccess { data: slot, .. } = self.access(id, data, subset)?;
+        let dims = subset
+            .0
+            .iter()
+            .map(|d| {
+                Ok(match d {
+                    Dim::Index(e) => [self.idx(id, e)?, self.idx(id, &(e + 1))?, CIdx::one()],
+                    Dim::Range(r) => [
+                        self.idx(id, &r.start)?,
+                        self.idx(id, &r.end)?,
+                        self.idx(id, &r.step)?,
+                    ],
+                })
+            })
+            .collect::<Result<_, InterpError>>()?;
+        Ok(CWindow {
+            conn: conn.to_string(),
+            data: slot,
+            dims,
         })
     }
 
@@ -282,25 +348,25 @@ impl Compiler<'_> {
         Ok(CAccess { data: slot, dims })
     }
 
-    fn expr(
-        &self,
-        id: NodeId,
-        e: &TExpr,
-        conns: &BTreeMap<String, usize>,
-    ) -> Result<CExpr, InterpError> {
+    fn expr(&self, id: NodeId, e: &TExpr, conns: &Conns) -> Result<CExpr, InterpError> {
         let bx = |x: &TExpr| self.expr(id, x, conns).map(Box::new);
+        let unconnected = |n: &str| InterpError::Unsupported {
+            node: id,
+            message: format!("tasklet reads unconnected input `{n}`"),
+        };
         Ok(match e {
-            TExpr::Const(v) => CExpr::Const(*v as f32),
-            TExpr::Input(n) => {
-                CExpr::Input(*conns.get(n).ok_or_else(|| InterpError::Unsupported {
-                    node: id,
-                    message: format!("tasklet reads unconnected input `{n}`"),
-                })?)
-            }
+            TExpr::Const(v) => CExpr::Const(conns.precision.round(*v)),
+            TExpr::Input(n) => CExpr::Input(*conns.slots.get(n).ok_or_else(|| unconnected(n))?),
             TExpr::Index(x) => CExpr::Index(self.idx(id, x)?),
             TExpr::Unary(op, x) => CExpr::Unary(*op, bx(x)?),
             TExpr::Binary(op, a, b) => CExpr::Binary(*op, bx(a)?, bx(b)?),
             TExpr::Select(c, a, b) => CExpr::Select(bx(c)?, bx(a)?, bx(b)?),
+            TExpr::Element(n, idx) => CExpr::Element(
+                *conns.windows.get(n).ok_or_else(|| unconnected(n))?,
+                idx.iter()
+                    .map(|x| self.expr(id, x, conns))
+                    .collect::<Result<_, _>>()?,
+            ),
         })
     }
 
@@ -363,30 +429,38 @@ fn run_step(
         Step::Map { params, body } => run_params(params, body, 0, s, bufs, names),
         Step::Tasklet {
             node,
+            precision,
             inputs,
+            windows,
             outputs,
         } => {
-            let mut vals = [0f32; 16];
+            let mut vals = [0f64; 16];
             let mut heap;
-            let vals: &mut [f32] = if inputs.len() <= 16 {
+            let vals: &mut [f64] = if inputs.len() <= 16 {
                 &mut vals[..inputs.len()]
             } else {
-                heap = vec![0f32; inputs.len()];
+                heap = vec![0f64; inputs.len()];
                 &mut heap
             };
             for (v, a) in vals.iter_mut().zip(inputs) {
                 let off = offset(*node, a, s, bufs, names)?;
-                *v = bufs[a.data].get_f64(off) as f32;
+                *v = precision.round(bufs[a.data].get_f64(off));
             }
-            let results: Vec<f32> = outputs.iter().map(|(_, _, e)| e.eval(vals, s)).collect();
+            let cx = Eval {
+                node: *node,
+                precision: *precision,
+                inputs: vals,
+                windows,
+                slots: s,
+                bufs,
+            };
+            let results = outputs
+                .iter()
+                .map(|(_, _, e)| e.eval(&cx))
+                .collect::<Result<Vec<f64>, _>>()?;
             for ((a, wcr, _), x) in outputs.iter().zip(results) {
                 let off = offset(*node, a, s, bufs, names)?;
-                let buf = &mut bufs[a.data];
-                let value = match wcr {
-                    Some(w) => w.combine(buf.get_f64(off) as f32, x),
-                    None => x,
-                };
-                buf.set_f64(off, f64::from(value));
+                store(&mut bufs[a.data], off, *wcr, x);
             }
             Ok(())
         }

@@ -1,13 +1,15 @@
 //! The reference interpreter: the oracle for every correctness check.
 //!
 //! Library nodes run through their operator's independent reference implementation; maps and
-//! tasklets run element by element with the same single-precision semantics as the generated C.
+//! tasklets run element by element in their compute type (`ir::Precision`), with the same
+//! arithmetic as the generated C.
 //! Every memlet access is bounds-checked, so an out-of-bounds rewrite is reported, not UB.
 //!
 //! Architecture invariant: the interpreter never looks at expansions or C; it depends only on
 //! `ir` and the operators' `eval`.
 
 mod compiled;
+mod texec;
 
 use crate::ir::{DataKind, NodeId, NodeKind, Program, SymEnv, Tensor};
 use crate::ops::{lookup, OpError};

@@ -301,8 +301,15 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// Tasklet edges: a connector read as a whole value (or not read at all) needs a
+    /// single-element memlet; one read by element (`conn[i, j]`) may move a range, and every
+    /// such read gives exactly one index per dimension of its memlet.
     fn tasklet(&mut self, g: &Graph, idx: petgraph::stable_graph::NodeIndex, t: &super::Tasklet) {
         let id = g.node(idx).id;
+        let exprs = || t.outputs.iter().map(|(_, e)| e);
+        let plain: BTreeSet<String> = exprs().flat_map(super::TExpr::plain_inputs).collect();
+        let element_reads: Vec<(String, usize)> =
+            exprs().flat_map(super::TExpr::element_reads).collect();
         let mut fed: BTreeMap<String, usize> = BTreeMap::new();
         for e in g.in_edges(idx) {
             match &e.memlet.dst_conn {
@@ -312,7 +319,9 @@ impl<'a> Validator<'a> {
                     format!("in-edge on unknown connector {other:?}"),
                 ),
             }
-            if !e.memlet.subset.is_element() {
+            let conn = e.memlet.dst_conn.clone().unwrap_or_default();
+            let by_element = element_reads.iter().any(|(c, _)| *c == conn);
+            if (plain.contains(&conn) || !by_element) && !e.memlet.subset.is_element() {
                 self.fail(
                     Location::Node(id),
                     format!(
@@ -320,6 +329,19 @@ impl<'a> Validator<'a> {
                         e.memlet.data, e.memlet.subset
                     ),
                 );
+            }
+            for (_, n) in element_reads.iter().filter(|(c, _)| *c == conn) {
+                if *n != e.memlet.subset.rank() {
+                    self.fail(
+                        Location::Node(id),
+                        format!(
+                            "element read of `{conn}` gives {n} index(es) but its memlet {}{} has rank {}",
+                            e.memlet.data,
+                            e.memlet.subset,
+                            e.memlet.subset.rank()
+                        ),
+                    );
+                }
             }
         }
         for c in &t.inputs {

@@ -18,17 +18,22 @@ mod einsum;
 mod elementwise;
 pub mod expand;
 pub mod flops;
+mod generate;
 mod groupnorm;
 mod identity;
+mod index;
+mod logic;
 mod matmul;
 mod mean;
 mod mish;
 mod norm;
 mod pool;
 mod reduce;
+mod scan;
 mod shape;
 mod softmax;
 mod support;
+mod topk;
 mod window;
 
 use crate::ir::build::ScopeBuilder;
@@ -206,16 +211,21 @@ pub fn all() -> Vec<&'static dyn Operator> {
         dropout::OPS,
         einsum::OPS,
         elementwise::OPS,
+        generate::OPS,
         groupnorm::OPS,
         identity::OPS,
+        index::OPS,
+        logic::OPS,
         matmul::OPS,
         mean::OPS,
         mish::OPS,
         norm::OPS,
         pool::OPS,
         reduce::OPS,
+        scan::OPS,
         shape::OPS,
         softmax::OPS,
+        topk::OPS,
     ] {
         v.extend_from_slice(family);
     }
