@@ -11,15 +11,21 @@
 mod activation;
 mod batchnorm;
 pub mod broadcast;
+mod concat;
 mod conv;
 mod elementwise;
 pub mod expand;
 pub mod flops;
 mod identity;
 mod matmul;
+mod movement;
 mod norm;
+mod pad;
 mod pool;
+mod replicate;
+mod resize;
 mod shape;
+mod slice;
 mod softmax;
 mod support;
 mod window;
@@ -194,13 +200,18 @@ pub fn all() -> Vec<&'static dyn Operator> {
     for family in [
         activation::OPS,
         batchnorm::OPS,
+        concat::OPS,
         conv::OPS,
         elementwise::OPS,
         identity::OPS,
         matmul::OPS,
         norm::OPS,
+        pad::OPS,
         pool::OPS,
+        replicate::OPS,
+        resize::OPS,
         shape::OPS,
+        slice::OPS,
         softmax::OPS,
     ] {
         v.extend_from_slice(family);
