@@ -11,6 +11,7 @@
 mod activation;
 mod batchnorm;
 pub mod broadcast;
+mod concat;
 mod conv;
 mod conv_transpose;
 mod dropout;
@@ -26,11 +27,16 @@ mod logic;
 mod matmul;
 mod mean;
 mod mish;
+mod movement;
 mod norm;
+mod pad;
 mod pool;
 mod reduce;
+mod replicate;
+mod resize;
 mod scan;
 mod shape;
+mod slice;
 mod softmax;
 mod support;
 mod topk;
@@ -206,6 +212,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
     for family in [
         activation::OPS,
         batchnorm::OPS,
+        concat::OPS,
         conv::OPS,
         conv_transpose::OPS,
         dropout::OPS,
@@ -220,10 +227,14 @@ pub fn all() -> Vec<&'static dyn Operator> {
         mean::OPS,
         mish::OPS,
         norm::OPS,
+        pad::OPS,
         pool::OPS,
         reduce::OPS,
+        replicate::OPS,
+        resize::OPS,
         scan::OPS,
         shape::OPS,
+        slice::OPS,
         softmax::OPS,
         topk::OPS,
     ] {
