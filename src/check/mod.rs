@@ -4,6 +4,7 @@
 //! interpreter (or compiled C) and compares their outputs with the tolerances of
 //! [`crate::numerics`].
 
+pub mod fixtures;
 pub mod race;
 
 use crate::interp;

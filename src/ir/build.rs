@@ -414,68 +414,11 @@ pub fn hull(a: &Subset, b: &Subset, shape: &[SymExpr]) -> Subset {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::texpr::BinOp;
 
     /// C[i, j] += A[i, k] * B[k, j] built as init map + accumulation map.
     #[test]
     fn builds_matmul_with_propagated_memlets() {
-        let mut p = Program::new("mm");
-        for (n, kind) in [
-            ("A", DataKind::Input),
-            ("B", DataKind::Input),
-            ("C", DataKind::Output),
-        ] {
-            p.data.insert(
-                n.into(),
-                DataDesc::new(DType::F32, vec![8.into(), 8.into()], kind),
-            );
-        }
-        let s = SymExpr::sym;
-        p.build(|b| {
-            b.map(
-                "init",
-                vec![("i", Range::upto(8)), ("j", Range::upto(8))],
-                Schedule::Sequential,
-                |b| {
-                    b.tasklet(
-                        "zero",
-                        vec![],
-                        vec![Out(
-                            "c",
-                            "C",
-                            Subset::element([s("i"), s("j")]),
-                            None,
-                            TExpr::Const(0.0),
-                        )],
-                    );
-                },
-            );
-            b.map(
-                "acc",
-                vec![
-                    ("i", Range::upto(8)),
-                    ("j", Range::upto(8)),
-                    ("k", Range::upto(8)),
-                ],
-                Schedule::Sequential,
-                |b| {
-                    b.tasklet(
-                        "fma",
-                        vec![
-                            In("a", "A", Subset::element([s("i"), s("k")])),
-                            In("b", "B", Subset::element([s("k"), s("j")])),
-                        ],
-                        vec![Out(
-                            "c",
-                            "C",
-                            Subset::element([s("i"), s("j")]),
-                            Some(Wcr::Sum),
-                            TExpr::binary(BinOp::Mul, TExpr::input("a"), TExpr::input("b")),
-                        )],
-                    );
-                },
-            );
-        });
+        let p = crate::check::fixtures::matmul(8.into(), 8.into(), 8.into(), Schedule::Sequential);
         let order = p.graph.ordered();
         let labels: Vec<_> = order
             .iter()
