@@ -2,7 +2,7 @@
 
 use super::expand::elementwise_index;
 use super::window::{
-    float_input, multi_indices, offset, same_dim, static_dims, sym_shape, tap, tensor_input, Tap,
+    conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap, tensor_input, Tap,
     Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
@@ -37,35 +37,7 @@ impl ConvShape {
         w: &[SymExpr],
         bias: Option<&[SymExpr]>,
     ) -> Result<ConvShape, OpError> {
-        if x.len() < 3 {
-            return Err(OpError::shape(
-                NAME,
-                format!(
-                    "input X must have rank at least 3 (N, C, spatial…), got rank {}",
-                    x.len()
-                ),
-            ));
-        }
-        if w.len() != x.len() {
-            return Err(OpError::shape(
-                NAME,
-                format!("weights W have rank {} but X has rank {}", w.len(), x.len()),
-            ));
-        }
-        let group = node.int("group").unwrap_or(1);
-        if group < 1 {
-            return Err(OpError::attr(
-                NAME,
-                "group",
-                format!("{group} is not positive"),
-            ));
-        }
-        let dims = static_dims(
-            NAME,
-            "channel counts",
-            &[x[1].clone(), w[0].clone(), w[1].clone()],
-        )?;
-        let (channels, out_channels, in_per_group) = (dims[0], dims[1], dims[2]);
+        let (group, [channels, out_channels, in_per_group]) = conv_operands(NAME, node, x, w)?;
         if channels != in_per_group * group {
             return Err(OpError::shape(
                 NAME,

@@ -21,7 +21,7 @@
 
 use super::expand::elementwise_index;
 use super::window::{
-    float_input, int_list, multi_indices, offset, same_dim, static_dims, sym_shape, tensor_input,
+    conv_operands, float_input, int_list, multi_indices, offset, same_dim, sym_shape, tensor_input,
     AutoPad,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
@@ -79,35 +79,7 @@ impl Geometry {
         w: &[SymExpr],
         bias: Option<&[SymExpr]>,
     ) -> Result<Geometry, OpError> {
-        if x.len() < 3 {
-            return Err(OpError::shape(
-                NAME,
-                format!(
-                    "input X must have rank at least 3 (N, C, spatial…), got rank {}",
-                    x.len()
-                ),
-            ));
-        }
-        if w.len() != x.len() {
-            return Err(OpError::shape(
-                NAME,
-                format!("weights W have rank {} but X has rank {}", w.len(), x.len()),
-            ));
-        }
-        let group = node.int("group").unwrap_or(1);
-        if group < 1 {
-            return Err(OpError::attr(
-                NAME,
-                "group",
-                format!("{group} is not positive"),
-            ));
-        }
-        let dims = static_dims(
-            NAME,
-            "channel counts",
-            &[x[1].clone(), w[0].clone(), w[1].clone()],
-        )?;
-        let (channels, w_channels, out_per_group) = (dims[0], dims[1], dims[2]);
+        let (group, [channels, w_channels, out_per_group]) = conv_operands(NAME, node, x, w)?;
         if w_channels != channels {
             return Err(OpError::shape(
                 NAME,

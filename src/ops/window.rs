@@ -382,6 +382,46 @@ pub fn sym_shape(shape: &[usize]) -> Vec<SymExpr> {
 }
 
 /// Concrete integers from a static shape; `what` names the dimensions in the error.
+/// Checks the operands Conv and ConvTranspose share — X as (N, C, spatial…) and W of the same
+/// rank, a positive `group` — and returns `group` with the static channel counts
+/// `[X's C, W's dim 0, W's dim 1]`.
+pub(super) fn conv_operands(
+    op: &str,
+    node: &LibraryNode,
+    x: &[SymExpr],
+    w: &[SymExpr],
+) -> Result<(i64, [i64; 3]), OpError> {
+    if x.len() < 3 {
+        return Err(OpError::shape(
+            op,
+            format!(
+                "input X must have rank at least 3 (N, C, spatial…), got rank {}",
+                x.len()
+            ),
+        ));
+    }
+    if w.len() != x.len() {
+        return Err(OpError::shape(
+            op,
+            format!("weights W have rank {} but X has rank {}", w.len(), x.len()),
+        ));
+    }
+    let group = node.int("group").unwrap_or(1);
+    if group < 1 {
+        return Err(OpError::attr(
+            op,
+            "group",
+            format!("{group} is not positive"),
+        ));
+    }
+    let dims = static_dims(
+        op,
+        "channel counts",
+        &[x[1].clone(), w[0].clone(), w[1].clone()],
+    )?;
+    Ok((group, [dims[0], dims[1], dims[2]]))
+}
+
 pub fn static_dims(op: &str, what: &str, dims: &[SymExpr]) -> Result<Vec<i64>, OpError> {
     dims.iter()
         .map(|d| {
