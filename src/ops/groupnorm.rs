@@ -11,11 +11,10 @@
 //! around that mean (more accurate in single precision than `E[x²] − E[x]²`), the inverse
 //! standard deviation per group, and one pointwise normalisation map.
 
-use super::reduce::divide_by;
-use super::support::{dim_product, element_map, fill_map, params_over, sym_shape, Read};
+use super::support::{dim_product, element_map, params_over, sym_shape, Moments, Read};
 use super::window::{float_input, multi_indices, offset, static_dims, tensor_input};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, DType, LibraryNode, Range, SymExpr, TExpr, Tensor, UnOp, Wcr};
+use crate::ir::{BinOp, DType, LibraryNode, Range, SymExpr, TExpr, Tensor};
 
 /// `InstanceNormalization(X, scale[C], B[C])` and `GroupNormalization(X, scale, bias)`.
 pub static OPS: &[&dyn Operator] = &[&INSTANCE_NORMALIZATION, &GROUP_NORMALIZATION];
@@ -271,54 +270,17 @@ impl Operator for Normalization {
         };
         let (mean, var, inv) = (transient("mean"), transient("var"), transient("invstd"));
         let b = &mut *ctx.b;
-        let xi = || Read::new("x", &x, x_idx.clone());
-        let mi = || Read::new("m", &mean, stat_idx.clone());
-        let centred = || TExpr::binary(BinOp::Sub, TExpr::input("x"), TExpr::input("m"));
-
-        fill_map(b, &format!("{label}_mean_init"), &mean, &stat_shape, 0.0);
-        let value = divide_by(TExpr::input("x"), &count);
-        let dst = (mean.as_str(), stat_idx.clone());
-        element_map(
-            b,
-            &format!("{label}_mean"),
-            &params,
-            vec![xi()],
-            dst,
-            Some(Wcr::Sum),
-            value,
-        );
-
-        fill_map(b, &format!("{label}_var_init"), &var, &stat_shape, 0.0);
-        let value = divide_by(TExpr::binary(BinOp::Mul, centred(), centred()), &count);
-        let dst = (var.as_str(), stat_idx.clone());
-        let reads = vec![xi(), mi()];
-        element_map(
-            b,
-            &format!("{label}_var"),
-            &params,
-            reads,
-            dst,
-            Some(Wcr::Sum),
-            value,
-        );
-
-        let (sparams, sidx) = params_over("i", &stat_shape);
-        let plus_eps = TExpr::binary(
-            BinOp::Add,
-            TExpr::input("v"),
-            TExpr::Const(grouping.epsilon),
-        );
-        let value = TExpr::unary(UnOp::Recip, TExpr::unary(UnOp::Sqrt, plus_eps));
-        let reads = vec![Read::new("v", &var, sidx.clone())];
-        element_map(
-            b,
-            &format!("{label}_invstd"),
-            &sparams,
-            reads,
-            (&inv, sidx),
-            None,
-            value,
-        );
+        let stats = Moments {
+            x: &x,
+            x_idx: &x_idx,
+            params: &params,
+            stat_shape: &stat_shape,
+            stat_idx: &stat_idx,
+            count: &count,
+            epsilon: grouping.epsilon,
+        };
+        stats.append(b, &label, [&mean, &var, &inv]);
+        let (mut reads, centred) = stats.centred(&mean);
 
         let param_idx = |k: usize| {
             vec![if grouping.per_channel[k] {
@@ -327,14 +289,12 @@ impl Operator for Normalization {
                 g.clone()
             }]
         };
-        let reads = vec![
-            xi(),
-            mi(),
+        reads.extend([
             Read::new("r", &inv, stat_idx.clone()),
             Read::new("s", &scale, param_idx(0)),
             Read::new("t", &bias, param_idx(1)),
-        ];
-        let normed = TExpr::binary(BinOp::Mul, centred(), TExpr::input("r"));
+        ]);
+        let normed = TExpr::binary(BinOp::Mul, centred, TExpr::input("r"));
         let value = TExpr::binary(
             BinOp::Add,
             TExpr::binary(BinOp::Mul, normed, TExpr::input("s")),
@@ -345,7 +305,7 @@ impl Operator for Normalization {
             &format!("{label}_norm"),
             &params,
             reads,
-            (&y, x_idx),
+            (&y, x_idx.clone()),
             None,
             value,
         );
