@@ -87,7 +87,8 @@ impl ScopeEdit<'_> {
             .iter()
             .map(|e| {
                 let scoped = passes_scoped(m, self.data, &e.memlet.data, false);
-                (e.id, e.memlet.data.clone(), scoped)
+                let ordering = e.memlet.subset.volume() == SymExpr::Int(0);
+                (e.id, e.memlet.data.clone(), scoped, ordering)
             })
             .collect();
         let outs: Vec<_> = g
@@ -98,13 +99,14 @@ impl ScopeEdit<'_> {
                 (e.id, e.memlet.data.clone(), scoped)
             })
             .collect();
-        for (eid, d, scoped) in ins {
+        for (eid, d, scoped, ordering) in ins {
             match (boundary.reads.get(&d), boundary.writes.get(&d)) {
                 (Some(s), _) => g.g[eid].subset = s.clone(),
                 // Read-modify-write ordering edges of accumulations stay, with the write's subset.
                 (None, Some((s, Some(_)))) => g.g[eid].subset = s.clone(),
-                // Explicitly passed local containers stay while the body uses them.
-                _ if scoped => {}
+                // Explicitly passed local containers stay while the body uses them, and so do
+                // ordering edges (empty subsets: they move nothing, they only order the map).
+                _ if scoped || ordering => {}
                 _ => {
                     g.g.remove_edge(eid);
                 }

@@ -8,6 +8,7 @@
 //! The intermediate array disappears: each value is produced and consumed in a register, which
 //! removes a full write and read of `T` from memory. The fused map keeps the consumer's id.
 
+use super::splice::replace_pair;
 use super::{expect_map, refuse, Level, NotApplicable, Params, Transformation};
 use crate::ir::rewrite::substitute_symbols;
 use crate::ir::{
@@ -168,46 +169,10 @@ impl Transformation for MapFusion {
         let ci = edit.idx;
         let pi = g.index_of(producer).ok_or_else(|| fail("no producer"))?;
         let (link_node, _) = link(g, pi, ci).ok_or_else(|| fail("no link"))?;
-        let mut wiring: Vec<(NodeIndex, bool, Memlet)> = Vec::new();
-        for side in [pi, ci] {
-            for e in g.in_edges(side) {
-                if e.other != link_node {
-                    wiring.push((e.other, true, e.memlet.clone()));
-                }
-            }
-            for e in g.out_edges(side) {
-                if e.other != link_node {
-                    wiring.push((e.other, false, e.memlet.clone()));
-                }
-            }
-        }
-        let take = |g: &mut Graph, i: NodeIndex| match g.g.remove_node(i).map(|n| n.kind) {
-            Some(NodeKind::Map(m)) => Some(m),
-            _ => None,
-        };
-        let label = g.node(ci).label.clone();
-        let pm = take(g, pi).ok_or_else(|| fail("producer vanished"))?;
-        let cm = take(g, ci).ok_or_else(|| fail("consumer vanished"))?;
-        g.g.remove_node(link_node);
-        let fused = fuse_bodies(pm, cm, &t, &scalar);
-        let fi = g.add_node(crate::ir::Node {
-            id: consumer,
-            label,
-            kind: NodeKind::Map(fused),
-        });
-        let mut seen: Vec<(NodeIndex, bool, String)> = Vec::new();
-        for (other, incoming, m) in wiring {
-            let key = (other, incoming, m.data.clone());
-            if seen.contains(&key) {
-                continue;
-            }
-            seen.push(key);
-            if incoming {
-                g.add_edge(other, fi, m);
-            } else {
-                g.add_edge(fi, other, m);
-            }
-        }
+        let fi = replace_pair(g, (pi, ci), &[link_node], (consumer, true), |pm, cm| {
+            fuse_bodies(pm, cm, &t, &scalar)
+        })
+        .ok_or_else(|| fail("producer or consumer is not a map"))?;
         edit.refresh_boundary(fi);
         if uses(&p.graph, &t) == (0, 0) {
             p.data.remove(&t);
@@ -217,7 +182,7 @@ impl Transformation for MapFusion {
 }
 
 /// Producer → consumer pairs linked through one access node, in every scope.
-fn scope_candidates(g: &Graph, out: &mut Vec<Vec<NodeId>>) {
+pub(super) fn scope_candidates(g: &Graph, out: &mut Vec<Vec<NodeId>>) {
     for idx in g.ordered() {
         let node = g.node(idx);
         match &node.kind {
@@ -237,7 +202,7 @@ fn scope_candidates(g: &Graph, out: &mut Vec<Vec<NodeId>>) {
 }
 
 /// The access node and container through which `c` reads what `p` writes.
-fn link(g: &Graph, p: NodeIndex, c: NodeIndex) -> Option<(NodeIndex, String)> {
+pub(super) fn link(g: &Graph, p: NodeIndex, c: NodeIndex) -> Option<(NodeIndex, String)> {
     g.out_edges(p).into_iter().find_map(|e| {
         let reads = g.out_edges(e.other).iter().any(|r| r.other == c);
         match &g.node(e.other).kind {

@@ -10,6 +10,7 @@
 //! and listing it in [`all`].
 
 mod batchnorm_into_conv;
+mod buffer_reuse;
 mod constant_folding;
 pub mod engine;
 mod expand;
@@ -22,17 +23,21 @@ mod map_support;
 mod map_tiling;
 mod matmul_add_to_gemm;
 mod nest;
+mod on_the_fly_fusion;
 mod opgraph;
 mod pad_into_conv;
 mod parallelize;
 mod register_accumulation;
 mod reshape_elimination;
+mod sibling_map_fusion;
+mod splice;
 mod strip_mining;
 mod transpose_folding;
 mod unroll;
 mod vectorize;
 
 pub use batchnorm_into_conv::BatchNormIntoConv;
+pub use buffer_reuse::{plan_buffers, BufferReuse};
 pub use constant_folding::ConstantFolding;
 pub use expand::Expand;
 pub use local_storage::LocalStorage;
@@ -42,10 +47,12 @@ pub use map_fusion::MapFusion;
 pub use map_interchange::MapInterchange;
 pub use map_tiling::MapTiling;
 pub use matmul_add_to_gemm::MatMulAddToGemm;
+pub use on_the_fly_fusion::OnTheFlyFusion;
 pub use pad_into_conv::PadIntoConv;
 pub use parallelize::Parallelize;
 pub use register_accumulation::RegisterAccumulation;
 pub use reshape_elimination::ReshapeElimination;
+pub use sibling_map_fusion::SiblingMapFusion;
 pub use strip_mining::StripMining;
 pub use transpose_folding::TransposeFolding;
 pub use unroll::Unroll;
@@ -138,6 +145,7 @@ pub trait Transformation: Sync {
 pub fn all() -> Vec<&'static dyn Transformation> {
     vec![
         &BatchNormIntoConv,
+        &BufferReuse,
         &ConstantFolding,
         &Expand,
         &LocalStorage,
@@ -147,10 +155,12 @@ pub fn all() -> Vec<&'static dyn Transformation> {
         &MapInterchange,
         &MapTiling,
         &MatMulAddToGemm,
+        &OnTheFlyFusion,
         &PadIntoConv,
         &Parallelize,
         &RegisterAccumulation,
         &ReshapeElimination,
+        &SiblingMapFusion,
         &StripMining,
         &TransposeFolding,
         &Unroll,

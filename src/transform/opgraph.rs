@@ -347,7 +347,7 @@ pub(crate) fn redirect_readers(g: &mut Graph, result: &Port, source: &Port) {
 }
 
 /// Renames container `from` to `to` in every access node and memlet of `g` and nested scopes.
-fn rename_container(g: &mut Graph, from: &str, to: &str) {
+pub(crate) fn rename_container(g: &mut Graph, from: &str, to: &str) {
     for m in g.g.edge_weights_mut() {
         if m.data == from {
             m.data = to.to_string();
