@@ -13,6 +13,7 @@ mod batchnorm_into_conv;
 mod constant_folding;
 pub mod engine;
 mod expand;
+mod layout_transform;
 mod local_storage;
 mod map_collapse;
 mod map_expansion;
@@ -25,8 +26,10 @@ mod nest;
 mod opgraph;
 mod pad_into_conv;
 mod parallelize;
+mod reduction_fusion;
 mod register_accumulation;
 mod reshape_elimination;
+mod row_passes;
 mod strip_mining;
 mod transpose_folding;
 mod unroll;
@@ -35,6 +38,7 @@ mod vectorize;
 pub use batchnorm_into_conv::BatchNormIntoConv;
 pub use constant_folding::ConstantFolding;
 pub use expand::Expand;
+pub use layout_transform::LayoutTransform;
 pub use local_storage::LocalStorage;
 pub use map_collapse::MapCollapse;
 pub use map_expansion::MapExpansion;
@@ -44,6 +48,7 @@ pub use map_tiling::MapTiling;
 pub use matmul_add_to_gemm::MatMulAddToGemm;
 pub use pad_into_conv::PadIntoConv;
 pub use parallelize::Parallelize;
+pub use reduction_fusion::ReductionFusion;
 pub use register_accumulation::RegisterAccumulation;
 pub use reshape_elimination::ReshapeElimination;
 pub use strip_mining::StripMining;
@@ -140,6 +145,7 @@ pub fn all() -> Vec<&'static dyn Transformation> {
         &BatchNormIntoConv,
         &ConstantFolding,
         &Expand,
+        &LayoutTransform,
         &LocalStorage,
         &MapCollapse,
         &MapExpansion,
@@ -149,6 +155,7 @@ pub fn all() -> Vec<&'static dyn Transformation> {
         &MatMulAddToGemm,
         &PadIntoConv,
         &Parallelize,
+        &ReductionFusion,
         &RegisterAccumulation,
         &ReshapeElimination,
         &StripMining,
