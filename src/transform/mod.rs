@@ -14,6 +14,7 @@ mod buffer_reuse;
 mod constant_folding;
 pub mod engine;
 mod expand;
+mod layout_transform;
 mod local_storage;
 mod map_collapse;
 mod map_expansion;
@@ -27,8 +28,10 @@ mod on_the_fly_fusion;
 mod opgraph;
 mod pad_into_conv;
 mod parallelize;
+mod reduction_fusion;
 mod register_accumulation;
 mod reshape_elimination;
+mod row_passes;
 mod sibling_map_fusion;
 mod splice;
 mod strip_mining;
@@ -40,6 +43,7 @@ pub use batchnorm_into_conv::BatchNormIntoConv;
 pub use buffer_reuse::{plan_buffers, BufferReuse};
 pub use constant_folding::ConstantFolding;
 pub use expand::Expand;
+pub use layout_transform::LayoutTransform;
 pub use local_storage::LocalStorage;
 pub use map_collapse::MapCollapse;
 pub use map_expansion::MapExpansion;
@@ -50,6 +54,7 @@ pub use matmul_add_to_gemm::MatMulAddToGemm;
 pub use on_the_fly_fusion::OnTheFlyFusion;
 pub use pad_into_conv::PadIntoConv;
 pub use parallelize::Parallelize;
+pub use reduction_fusion::ReductionFusion;
 pub use register_accumulation::RegisterAccumulation;
 pub use reshape_elimination::ReshapeElimination;
 pub use sibling_map_fusion::SiblingMapFusion;
@@ -148,6 +153,7 @@ pub fn all() -> Vec<&'static dyn Transformation> {
         &BufferReuse,
         &ConstantFolding,
         &Expand,
+        &LayoutTransform,
         &LocalStorage,
         &MapCollapse,
         &MapExpansion,
@@ -158,6 +164,7 @@ pub fn all() -> Vec<&'static dyn Transformation> {
         &OnTheFlyFusion,
         &PadIntoConv,
         &Parallelize,
+        &ReductionFusion,
         &RegisterAccumulation,
         &ReshapeElimination,
         &SiblingMapFusion,

@@ -1,0 +1,335 @@
+//! ReductionFusion: run the passes of a row-wise normalization as one map over the rows.
+//!
+//! ```text
+//! before:  map [r = 0:R, c = 0:1] { M[r, c] = -inf }                 M, S: transient f32[R, 1]
+//!          map [r = 0:R, c = 0:C] { M[r, 0] (max)= X[r, c] }
+//!          map [r = 0:R, c = 0:1] { S[r, c] = 0 }
+//!          map [r = 0:R, c = 0:C] { S[r, 0] (+)= exp(X[r, c] - M[r, 0]) }
+//!          map [r = 0:R, c = 0:C] { Y[r, c] = exp(X[r, c] - M[r, 0]) / S[r, 0] }
+//! after:   map [r = 0:R] {                                  m, s: register f32[]
+//!            map [c = 0:1] { m = -inf }
+//!            map [c = 0:C] { m (max)= X[r, c] }
+//!            map [c = 0:1] { s = 0 }
+//!            map [c = 0:C] { s (+)= exp(X[r, c] - m) }
+//!            map [c = 0:C] { Y[r, c] = exp(X[r, c] - m) / s }
+//!          }
+//! ```
+//! A row's input is read while it is still in cache, once per pass, instead of the whole tensor
+//! being streamed once per pass, and the per-row statistics never touch memory. The passes are
+//! recognised by structure (see [`super::row_passes`]): Softmax, LogSoftmax and
+//! LayerNormalization expansions all match. Statistics that are program outputs or used
+//! elsewhere stay in memory, written per row. Each pass keeps its id as the inner map; the map
+//! over the rows is new.
+
+use super::map_fusion::uses;
+use super::row_passes::{inner_params, plan, row_renaming, RowPlan, MAX_PASSES};
+use super::{refuse, Level, NotApplicable, Params, Transformation};
+use crate::ir::rewrite::substitute_symbols;
+use crate::ir::{
+    DataDesc, DataKind, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Program, Storage, Subset,
+};
+use petgraph::stable_graph::NodeIndex;
+use std::collections::BTreeMap;
+
+pub struct ReductionFusion;
+
+impl Transformation for ReductionFusion {
+    fn name(&self) -> &'static str {
+        "ReductionFusion"
+    }
+
+    fn level(&self) -> Level {
+        Level::InterOperator
+    }
+
+    fn doc(&self) -> &'static str {
+        "run the reduce and normalize passes of a row-wise normalization as one map over rows; per-row statistics become registers"
+    }
+
+    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
+        let mut out = Vec::new();
+        scope_candidates(self, p, &p.graph, &mut out);
+        out
+    }
+
+    fn check(&self, p: &Program, site: &[NodeId], _params: &Params) -> Result<(), NotApplicable> {
+        plan(self, p, site).map(|_| ())
+    }
+
+    fn apply(
+        &self,
+        p: &mut Program,
+        site: &[NodeId],
+        _params: &Params,
+    ) -> Result<Vec<NodeId>, NotApplicable> {
+        let plan = plan(self, p, site)?;
+        let first = site[0];
+        let registers = declare_registers(p, &plan);
+        let mut edit = p
+            .edit(first)
+            .ok_or_else(|| refuse(self, first, "no such node"))?;
+        let g = &mut *edit.graph;
+        let idxs: Vec<NodeIndex> = site.iter().filter_map(|&id| g.index_of(id)).collect();
+        let wiring = external_wiring(g, &idxs, &plan.interior);
+        let mut passes = Vec::new();
+        for &i in &idxs {
+            let node =
+                g.g.remove_node(i)
+                    .ok_or_else(|| refuse(self, first, "pass vanished"))?;
+            match node.kind {
+                NodeKind::Map(m) => passes.push((node.id, node.label, m)),
+                _ => return Err(refuse(self, node.id, "not a map")),
+            }
+        }
+        for &i in &plan.interior {
+            g.g.remove_node(i);
+        }
+        let label = common_label(passes.iter().map(|(_, l, _)| l.as_str()));
+        let schedule = passes[0].2.schedule;
+        let inner: Vec<(NodeId, String, MapNode)> = passes
+            .into_iter()
+            .map(|(id, label, m)| (id, label, inner_pass(m, &plan, &registers)))
+            .collect();
+        let mut placed = Vec::new();
+        let mut body = {
+            let mut b = edit.builder();
+            for (id, label, m) in inner {
+                let scalars = scalar_use(&m.body, &registers);
+                placed.push((b.map_node(id, &label, m), scalars));
+            }
+            b.graph
+        };
+        wire_registers(&mut body, &placed, &mut || edit.fresh_id());
+        let outer_id = edit.fresh_id();
+        let g = &mut *edit.graph;
+        let fused = g.add_node(Node {
+            id: outer_id,
+            label: format!("{label}_rows"),
+            kind: NodeKind::Map(MapNode {
+                params: plan.rows.clone(),
+                schedule,
+                body,
+            }),
+        });
+        let mut seen: Vec<(NodeIndex, bool, String)> = Vec::new();
+        for (other, incoming, m) in wiring {
+            let key = (other, incoming, m.data.clone());
+            if !seen.contains(&key) {
+                seen.push(key);
+                match incoming {
+                    true => g.add_edge(other, fused, m),
+                    false => g.add_edge(fused, other, m),
+                };
+            }
+        }
+        edit.refresh_boundary(fused);
+        add_missing_writes(&mut edit, fused);
+        for d in plan.scalars {
+            if uses(&p.graph, &d) == (0, 0) {
+                p.data.remove(&d);
+            }
+        }
+        let mut touched = vec![outer_id];
+        touched.extend_from_slice(site);
+        Ok(touched)
+    }
+}
+
+/// Per scope, the longest run of at most [`MAX_PASSES`] consecutive maps starting at each map
+/// that checks; runs do not overlap.
+fn scope_candidates(t: &ReductionFusion, p: &Program, g: &Graph, out: &mut Vec<Vec<NodeId>>) {
+    let maps: Vec<(NodeId, &MapNode)> = g
+        .ordered()
+        .into_iter()
+        .filter_map(|i| match &g.node(i).kind {
+            NodeKind::Map(m) => Some((g.node(i).id, m)),
+            _ => None,
+        })
+        .collect();
+    let ids: Vec<NodeId> = maps.iter().map(|(id, _)| *id).collect();
+    let mut start = 0;
+    while start < ids.len() {
+        let last = (ids.len() - 1).min(start + MAX_PASSES - 1);
+        let found = (start + 1..=last)
+            .rev()
+            .find(|&end| plan(t, p, &ids[start..=end]).is_ok());
+        match found {
+            Some(end) => {
+                out.push(ids[start..=end].to_vec());
+                start = end + 1;
+            }
+            None => start += 1,
+        }
+    }
+    for (_, m) in maps {
+        scope_candidates(t, p, &m.body, out);
+    }
+}
+
+/// Declares one register per statistic that becomes a scalar, by the statistic's name.
+fn declare_registers(p: &mut Program, plan: &RowPlan) -> BTreeMap<String, String> {
+    let mut registers = BTreeMap::new();
+    for d in &plan.scalars {
+        let name = p.fresh_data_name(&format!("{d}_row"));
+        let mut desc = DataDesc::new(p.data[d].dtype, Vec::new(), DataKind::Transient);
+        desc.storage = Storage::Register;
+        p.data.insert(name.clone(), desc);
+        registers.insert(d.clone(), name);
+    }
+    registers
+}
+
+/// Edges between the passes and nodes that stay in the scope: (other node, into the passes?,
+/// memlet).
+fn external_wiring(
+    g: &Graph,
+    passes: &[NodeIndex],
+    interior: &[NodeIndex],
+) -> Vec<(NodeIndex, bool, Memlet)> {
+    let outside = |i: NodeIndex| !passes.contains(&i) && !interior.contains(&i);
+    let mut wiring = Vec::new();
+    for &i in passes {
+        for e in g.in_edges(i) {
+            if outside(e.other) {
+                wiring.push((e.other, true, e.memlet.clone()));
+            }
+        }
+        for e in g.out_edges(i) {
+            if outside(e.other) {
+                wiring.push((e.other, false, e.memlet.clone()));
+            }
+        }
+    }
+    wiring
+}
+
+/// A pass as an inner map: row parameters renamed to the first pass's and dropped from its
+/// parameter list, statistics redirected to their registers.
+fn inner_pass(mut m: MapNode, plan: &RowPlan, registers: &BTreeMap<String, String>) -> MapNode {
+    let rename = row_renaming(&m, &plan.row_positions, &plan.rows);
+    let params = inner_params(&m, &plan.row_positions);
+    substitute_symbols(&mut m.body, &|s| rename.get(s).cloned());
+    for n in m.body.g.node_weights_mut() {
+        if let NodeKind::Access(d) = &n.kind {
+            if let Some(r) = registers.get(d) {
+                n.kind = NodeKind::Access(r.clone());
+                n.label = r.clone();
+            }
+        }
+    }
+    for e in m.body.g.edge_weights_mut() {
+        if let Some(r) = registers.get(&e.data) {
+            e.data = r.clone();
+            e.subset = Subset::default();
+        }
+    }
+    MapNode {
+        params,
+        schedule: m.schedule,
+        body: m.body,
+    }
+}
+
+/// How an inner map uses each register: (register, reads it, its write memlet if it writes).
+type RegisterUse = Vec<(String, bool, Option<Memlet>)>;
+
+fn scalar_use(body: &Graph, registers: &BTreeMap<String, String>) -> RegisterUse {
+    let mut out = Vec::new();
+    for r in registers.values() {
+        let mut reads = false;
+        let mut write = None;
+        for i in body.ordered() {
+            if !matches!(&body.node(i).kind, NodeKind::Access(d) if d == r) {
+                continue;
+            }
+            reads |= !body.out_edges(i).is_empty();
+            if let Some(e) = body.in_edges(i).first() {
+                write = Some(Memlet::new(r.clone(), Subset::default()).with_wcr(e.memlet.wcr));
+            }
+        }
+        if reads || write.is_some() {
+            out.push((r.clone(), reads, write));
+        }
+    }
+    out
+}
+
+/// Orders the inner maps through the registers: each reader follows the latest writer, each
+/// writer produces a new version (access node) of the register.
+fn wire_registers(
+    body: &mut Graph,
+    placed: &[(NodeIndex, RegisterUse)],
+    fresh_id: &mut dyn FnMut() -> NodeId,
+) {
+    let mut latest: BTreeMap<String, NodeIndex> = BTreeMap::new();
+    for (map, scalars) in placed {
+        for (r, reads, write) in scalars {
+            let prior = latest.get(r).copied();
+            if let Some(src) =
+                prior.filter(|_| *reads || write.as_ref().is_some_and(|w| w.wcr.is_some()))
+            {
+                body.add_edge(src, *map, Memlet::new(r.clone(), Subset::default()));
+            }
+            if let Some(w) = write {
+                let dst = body.add_node(Node {
+                    id: fresh_id(),
+                    label: r.clone(),
+                    kind: NodeKind::Access(r.clone()),
+                });
+                body.add_edge(*map, dst, w.clone());
+                latest.insert(r.clone(), dst);
+            }
+        }
+    }
+}
+
+/// Gives every container the fused map writes an access node after it when none remained
+/// (its last version was a link between passes that was removed).
+fn add_missing_writes(edit: &mut crate::ir::rewrite::ScopeEdit<'_>, fused: NodeIndex) {
+    let NodeKind::Map(m) = &edit.graph.node(fused).kind else {
+        return;
+    };
+    let boundary = crate::ir::build::outer_memlets(m, edit.data);
+    let have: Vec<String> = edit
+        .graph
+        .out_edges(fused)
+        .iter()
+        .map(|e| e.memlet.data.clone())
+        .collect();
+    for (d, (subset, wcr)) in boundary.writes {
+        if have.contains(&d) {
+            continue;
+        }
+        let id = edit.fresh_id();
+        let dst = edit.graph.add_node(Node {
+            id,
+            label: d.clone(),
+            kind: NodeKind::Access(d.clone()),
+        });
+        edit.graph
+            .add_edge(fused, dst, Memlet::new(d, subset).with_wcr(wcr));
+    }
+}
+
+/// The longest common prefix of the labels without trailing underscores (`softmax_max`,
+/// `softmax_sum` → `softmax`); the first label when they share none.
+fn common_label<'a>(mut labels: impl Iterator<Item = &'a str>) -> String {
+    let first = labels.next().unwrap_or("rows");
+    let mut len = first.len();
+    for l in labels {
+        len = first
+            .bytes()
+            .zip(l.bytes())
+            .take(len)
+            .take_while(|(a, b)| a == b)
+            .count();
+    }
+    while !first.is_char_boundary(len) {
+        len -= 1;
+    }
+    let prefix = first[..len].trim_end_matches('_');
+    match prefix.is_empty() {
+        true => first.to_string(),
+        false => prefix.to_string(),
+    }
+}
