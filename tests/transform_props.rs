@@ -5,6 +5,8 @@
 //! Programs are random chains and diamonds of element-wise maps and small matmul-like
 //! reductions with odd sizes. Half of the steps run with the engine's numerics layer lowered, so
 //! the independent comparison here checks the transformations themselves, not just the engine.
+//! Along the way, an incremental [`Matcher`] updated from each step's change must agree with a
+//! full enumeration.
 //! `DMOVE_PROPTEST_CASES=2000 cargo test --test transform_props` runs many more cases.
 
 mod common;
@@ -17,6 +19,8 @@ use dmove::ir::validate::validate;
 use dmove::ir::{
     BinOp, DataKind, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr, UnOp, Wcr,
 };
+use dmove::pattern::library::builtin;
+use dmove::pattern::{find_all, Matcher};
 use dmove::transform::engine::{Checks, Engine, Layer};
 use dmove::transform::{all, ParamSpec, ParamValue, Params};
 use proptest::prelude::{any, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy};
@@ -181,6 +185,8 @@ proptest! {
         let inputs = random_inputs(&original, 11).expect("static shapes");
         let mut p = original.clone();
         let transformations = all();
+        let chain = builtin("elementwise_chain").expect("built-in");
+        let mut matcher = Matcher::new(chain.clone(), &p);
         for (t_seed, site_seed, param_seed, lower) in steps {
             let t = transformations[t_seed % transformations.len()];
             let candidates = t.candidates(&p);
@@ -212,7 +218,9 @@ proptest! {
                     prop_assert!(validate(&p).is_ok(), "{} left {:?}", t.name(), validate(&p));
                     let same = same_outputs(&original, &p, &inputs);
                     prop_assert!(same.is_ok(), "{} at {:?} {:?}: {:?}", t.name(), site, params, same);
-                    prop_assert_eq!(step.hash_after, dmove::transform::engine::program_hash(&p));
+                    prop_assert_eq!(&step.hash_after, &dmove::transform::engine::program_hash(&p));
+                    matcher.update(&p, &step.change());
+                    prop_assert_eq!(matcher.matches(), find_all(&chain, &p));
                 }
                 Err(_) => prop_assert_eq!(print_exact(&p), before),
             }

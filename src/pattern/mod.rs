@@ -177,8 +177,8 @@ impl Pattern {
         m.nodes.get(i).copied()
     }
 
-    /// Most hops between two captures along the pattern's edges (for how far a change can
-    /// affect matches).
+    /// How many hops from a changed node a match can be affected: a connected pattern of `k`
+    /// captures spans at most `k - 1` hops, and `uses` looks one hop further.
     pub(crate) fn reach(&self) -> usize {
         self.captures.len()
     }

@@ -173,12 +173,11 @@ impl<'s> Search<'s> {
             }
         }
         let Some(step) = self.pat.plan.get(pos - 1).copied() else {
-            let nodes = self
-                .bound
-                .iter()
-                .map(|b| b.map(|i| self.id(i)).unwrap_or(NodeId(u32::MAX)))
-                .collect();
-            self.out.push(Match { nodes });
+            let nodes: Option<Vec<NodeId>> =
+                self.bound.iter().map(|b| b.map(|i| self.id(i))).collect();
+            if let Some(nodes) = nodes {
+                self.out.push(Match { nodes });
+            }
             return;
         };
         let Some(from) = self.bound[step.from] else {

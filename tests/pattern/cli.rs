@@ -27,7 +27,10 @@ fn lists_matches_and_explains_a_node() {
         "`matmul_add` does not match at n4: `mm`: expected op MatMul, found Add\n"
     );
     let o = dmove_match(&["--pattern", "matmul_add", "--why", "n0"]);
-    assert_eq!(stdout(&o), "`matmul_add` matches at n0: mm=n0 t=n3 add=n4\n");
+    assert_eq!(
+        stdout(&o),
+        "`matmul_add` matches at n0: mm=n0 t=n3 add=n4\n"
+    );
 }
 
 #[test]

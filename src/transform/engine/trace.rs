@@ -109,7 +109,7 @@ pub fn replay(p: &mut Program, trace: &Trace) -> Result<Vec<Step>, ReplayError> 
     for (i, recorded) in trace.steps.iter().enumerate() {
         let step = i + 1;
         let transformation = recorded.transformation.clone();
-        let t = super::super::lookup(&recorded.transformation).ok_or_else(|| {
+        let t = crate::transform::lookup(&recorded.transformation).ok_or_else(|| {
             ReplayError::UnknownTransformation {
                 step,
                 transformation: transformation.clone(),
