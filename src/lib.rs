@@ -15,4 +15,5 @@ pub mod ir;
 pub mod numerics;
 pub mod onnx;
 pub mod ops;
+pub mod pattern;
 pub mod transform;

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use dmove::cli::commands::{self, ApplyArgs, DemoArgs, ImportArgs};
+use dmove::cli::matching::{self, MatchArgs};
 use dmove::cli::{Bindings, CliError};
 use dmove::demo::model::EncoderConfig;
 use std::path::PathBuf;
@@ -92,6 +93,22 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Find a built-in pattern (matmul_add, conv_bn, elementwise_chain) and list its matches,
+    /// or say why it does not match at a node.
+    Match {
+        model: PathBuf,
+        #[command(flatten)]
+        bindings: BindingArgs,
+        /// Built-in pattern name.
+        #[arg(long)]
+        pattern: String,
+        /// Explain the match anchored at this node, e.g. `--why n12`.
+        #[arg(long, value_name = "NODE")]
+        why: Option<String>,
+        /// Lower every operator to maps and tasklets first.
+        #[arg(long)]
+        expand: bool,
+    },
     /// Lower a model completely and print the generated C.
     C {
         model: PathBuf,
@@ -180,6 +197,19 @@ fn run(cli: Cli) -> miette::Result<()> {
             expand,
             numerics: !no_numerics,
             output,
+        }),
+        Command::Match {
+            model,
+            bindings,
+            pattern,
+            why,
+            expand,
+        } => matching::run(&MatchArgs {
+            model,
+            bindings: bindings.into(),
+            pattern,
+            why,
+            expand,
         }),
         Command::C {
             model,

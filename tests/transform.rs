@@ -4,7 +4,7 @@
 mod common;
 
 use dmove::ir::{NodeId, NodeKind, Program, Schedule, Storage};
-use dmove::transform::engine::{apply, apply_repeatedly, Checks, Refusal, StopReason};
+use dmove::transform::engine::{apply, apply_repeatedly, Budget, Checks, Refusal, StopReason};
 use dmove::transform::{lookup, ParamValue, Params};
 
 fn map_id(p: &Program, label: &str) -> NodeId {
@@ -28,7 +28,14 @@ fn params(pairs: &[(&str, ParamValue)]) -> Params {
 fn fusing_an_elementwise_chain_removes_the_transients() {
     let mut p = common::elementwise_chain(5, 3);
     let fusion = lookup("MapFusion").expect("exists");
-    let (steps, stop) = apply_repeatedly(&mut p, fusion, &Params::new(), &Checks::default(), 10);
+    let repeated = apply_repeatedly(
+        &mut p,
+        fusion,
+        &Params::new(),
+        &Checks::default(),
+        &Budget::steps(10),
+    );
+    let (steps, stop) = (repeated.steps, repeated.stop);
     assert_eq!(stop, StopReason::Fixpoint);
     assert_eq!(steps.len(), 2);
     assert!(steps

@@ -6,7 +6,7 @@ use crate::demo::{DemoOptions, DemoReport};
 use crate::ir::text::{print, print_exact};
 use crate::ir::validate::validate;
 use crate::ops::expand::expand_all;
-use crate::transform::engine::{apply as apply_step, Checks};
+use crate::transform::engine::{apply as apply_step, Checks, Layer};
 use std::path::PathBuf;
 
 /// `dmove demo`
@@ -172,9 +172,10 @@ pub fn apply(args: &ApplyArgs) -> Result<(), CliError> {
         ));
     }
     let params = parse_params(&args.params)?;
-    let checks = Checks {
-        numerics: args.numerics,
-        ..Checks::default()
+    let checks = if args.numerics {
+        Checks::default()
+    } else {
+        Checks::default().lower(Layer::Numerics)
     };
     let step = apply_step(&mut p, t, &site, &params, &checks)?;
     eprintln!(

@@ -2,6 +2,7 @@
 //! option values, and the commands' bodies. `main.rs` only declares the arguments.
 
 pub mod commands;
+pub mod matching;
 
 use crate::ir::text::{parse_named, ParseError};
 use crate::ir::Program;
@@ -53,6 +54,9 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Invalid(#[from] crate::ir::validate::InvalidIr),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Pattern(#[from] crate::pattern::PatternError),
 }
 
 /// Shape and dimension bindings given on the command line.

@@ -9,7 +9,7 @@
 
 use crate::check::race::body_accesses;
 use crate::ir::{Dim, MapNode, NodeId, NodeKind, Program};
-use crate::transform::engine::{apply, apply_repeatedly, Checks, Step};
+use crate::transform::engine::{apply, apply_repeatedly, Budget, Checks, Step};
 use crate::transform::{lookup, ParamValue, Params};
 use std::collections::BTreeMap;
 
@@ -27,8 +27,8 @@ const OUTER_TILE: i64 = 16;
 pub fn optimize(p: &mut Program, checks: &Checks) -> ScheduleReport {
     let mut report = ScheduleReport::default();
     if let Some(fusion) = lookup("MapFusion") {
-        let (steps, _) = apply_repeatedly(p, fusion, &Params::new(), checks, 10_000);
-        report.steps.extend(steps);
+        let fused = apply_repeatedly(p, fusion, &Params::new(), checks, &Budget::steps(10_000));
+        report.steps.extend(fused.steps);
     }
     let maps: Vec<NodeId> = p
         .graph

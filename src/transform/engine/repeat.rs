@@ -1,0 +1,99 @@
+//! Repeated application within a budget of steps and wall time.
+
+use super::{Engine, Params, Refusal, Step, Transformation};
+use crate::ir::{NodeId, Program};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// Limits for repeated application.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub max_steps: usize,
+    /// Checked before each attempt, so one long step may overrun it.
+    pub max_time: Option<Duration>,
+}
+
+impl Budget {
+    /// At most `n` applied steps, no time limit.
+    pub fn steps(n: usize) -> Budget {
+        Budget {
+            max_steps: n,
+            max_time: None,
+        }
+    }
+
+    pub fn with_time(mut self, limit: Duration) -> Budget {
+        self.max_time = Some(limit);
+        self
+    }
+}
+
+/// Why repeated application stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// No candidate site is left where the transformation applies.
+    Fixpoint,
+    /// The step budget ran out.
+    StepLimit,
+    /// The wall-time budget ran out.
+    TimeLimit,
+}
+
+/// What repeated application did.
+#[derive(Clone, Debug)]
+pub struct Repeated {
+    pub steps: Vec<Step>,
+    /// Sites whose preconditions held but whose rewrite was refused (and rolled back).
+    pub refused: Vec<Refusal>,
+    pub stop: StopReason,
+    pub elapsed: Duration,
+}
+
+impl Engine {
+    /// Applies `t` at the first candidate whose preconditions hold, again and again, until no
+    /// candidate is left or the budget runs out. A site refused after its rewrite (invalid or
+    /// different results) is not tried again.
+    pub fn apply_repeatedly(
+        &mut self,
+        p: &mut Program,
+        t: &dyn Transformation,
+        params: &Params,
+        budget: &Budget,
+    ) -> Repeated {
+        let start = Instant::now();
+        let mut steps = Vec::new();
+        let mut refused = Vec::new();
+        let mut refused_sites: Vec<Vec<NodeId>> = Vec::new();
+        let stop = loop {
+            if steps.len() >= budget.max_steps {
+                break StopReason::StepLimit;
+            }
+            if budget
+                .max_time
+                .is_some_and(|limit| start.elapsed() >= limit)
+            {
+                break StopReason::TimeLimit;
+            }
+            let next = t
+                .candidates(p)
+                .into_iter()
+                .find(|site| !refused_sites.contains(site) && t.check(p, site, params).is_ok());
+            let Some(site) = next else {
+                break StopReason::Fixpoint;
+            };
+            match self.apply(p, t, &site, params) {
+                Ok(step) => steps.push(step),
+                Err(e) => {
+                    refused.push(e);
+                    refused_sites.push(site);
+                }
+            }
+        };
+        Repeated {
+            steps,
+            refused,
+            stop,
+            elapsed: start.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The engine: traces that replay to the same hash, budgets with stop reasons, explicitly
+//! lowered checks, and numerics through compiled C for programs beyond the interpreter budget.
+
+use crate::common;
+use dmove::ir::text::print_exact;
+use dmove::ir::{NodeId, NodeKind, Program};
+use dmove::transform::engine::{
+    program_hash, replay, Budget, Checks, Engine, Layer, Refusal, ReplayError, StopReason, Trace,
+};
+use dmove::transform::{lookup, ParamValue, Params};
+use std::time::Duration;
+
+fn map_id(p: &Program, label: &str) -> NodeId {
+    let mut found = None;
+    p.graph.walk(&mut |n| {
+        if n.label == label && matches!(n.kind, NodeKind::Map(_)) {
+            found = Some(n.id);
+        }
+    });
+    found.unwrap_or_else(|| panic!("no map labelled {label}"))
+}
+
+fn one(name: &str, v: ParamValue) -> Params {
+    let mut p = Params::new();
+    p.insert(name.to_string(), v);
+    p
+}
+
+/// Tiles and parallelizes a matmul, recording the steps.
+fn recorded(p: &mut Program) -> Trace {
+    let mut trace = Trace::new(p);
+    let mut engine = Engine::default();
+    let acc = map_id(p, "acc");
+    let tiles = one("tiles", ParamValue::Ints(vec![4, 0, 0]));
+    let t = lookup("MapTiling").expect("exists");
+    trace
+        .steps
+        .push(engine.apply(p, t, &[acc], &tiles).expect("tiles"));
+    let t = lookup("Parallelize").expect("exists");
+    trace.steps.push(
+        engine
+            .apply(p, t, &[acc], &Params::new())
+            .expect("parallel"),
+    );
+    trace
+}
+
+#[test]
+fn a_saved_trace_replays_to_the_same_hash() {
+    let original = common::matmul(9, 5, 7);
+    let mut p = original.clone();
+    let trace = recorded(&mut p);
+    assert_eq!(trace.model_hash, program_hash(&original));
+    assert_eq!(trace.steps[1].hash_after, program_hash(&p));
+    assert_eq!(trace.steps[0].hash_after, trace.steps[1].hash_before);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trace.json");
+    trace.save(&path).expect("saves");
+    let loaded = Trace::load(&path).expect("loads");
+    assert_eq!(loaded, trace);
+    let mut again = original.clone();
+    let steps = replay(&mut again, &loaded).expect("replays");
+    assert_eq!(steps.len(), 2);
+    assert_eq!(print_exact(&again), print_exact(&p));
+}
+
+#[test]
+fn replay_names_the_first_diverging_step_and_rejects_another_model() {
+    let original = common::matmul(9, 5, 7);
+    let mut p = original.clone();
+    let mut trace = recorded(&mut p);
+    trace.steps[1].hash_after = "0".repeat(32);
+    let err = replay(&mut original.clone(), &trace).unwrap_err();
+    match err {
+        ReplayError::Diverged {
+            step,
+            transformation,
+            ..
+        } => assert_eq!((step, transformation.as_str()), (2, "Parallelize")),
+        other => panic!("unexpected {other:?}"),
+    }
+    let err = replay(&mut common::matmul(9, 5, 8), &trace).unwrap_err();
+    assert!(matches!(err, ReplayError::ModelMismatch { .. }), "{err}");
+    assert!(matches!(
+        Trace::from_json("{\"steps\": 3}"),
+        Err(dmove::transform::engine::TraceError::Json(_))
+    ));
+}
+
+#[test]
+fn budgets_stop_with_their_reason() {
+    let fusion = lookup("MapFusion").expect("exists");
+    let mut engine = Engine::default();
+    let mut p = common::elementwise_chain(3, 4);
+    let r = engine.apply_repeatedly(&mut p, fusion, &Params::new(), &Budget::steps(1));
+    assert_eq!((r.steps.len(), r.stop), (1, StopReason::StepLimit));
+    let r = engine.apply_repeatedly(&mut p, fusion, &Params::new(), &Budget::steps(9));
+    assert_eq!((r.steps.len(), r.stop), (1, StopReason::Fixpoint));
+    let mut p = common::elementwise_chain(3, 4);
+    let before = print_exact(&p);
+    let budget = Budget::steps(9).with_time(Duration::ZERO);
+    let r = engine.apply_repeatedly(&mut p, fusion, &Params::new(), &budget);
+    assert_eq!((r.steps.len(), r.stop), (0, StopReason::TimeLimit));
+    assert_eq!(print_exact(&p), before);
+}
+
+#[test]
+fn lowered_checks_are_recorded_never_silent() {
+    let mut p = common::matmul(4, 3, 5);
+    let acc = map_id(&p, "acc");
+    let t = lookup("MapTiling").expect("exists");
+    let tiles = one("tiles", ParamValue::Ints(vec![2, 0, 0]));
+    let mut engine = Engine::new(Checks::default().lower(Layer::Numerics));
+    let step = engine.apply(&mut p, t, &[acc], &tiles).expect("tiles");
+    assert_eq!(
+        step.checks,
+        ["invariants", "legality", "numerics lowered by the user"]
+    );
+}
+
+#[test]
+fn a_waived_legality_failure_is_recorded_in_the_step() {
+    let mut p = common::matmul(4, 3, 5);
+    let acc = map_id(&p, "acc");
+    let par = lookup("Parallelize").expect("exists");
+    Engine::default()
+        .apply(&mut p, par, &[acc], &Params::new())
+        .expect("parallel");
+    let err = Engine::default()
+        .apply(&mut p, par, &[acc], &Params::new())
+        .unwrap_err();
+    assert!(matches!(err, Refusal::NotApplicable(_)), "{err}");
+    let mut lowered = Engine::new(Checks::default().lower(Layer::Legality));
+    let step = lowered
+        .apply(&mut p, par, &[acc], &Params::new())
+        .expect("waived");
+    assert_eq!(
+        step.checks,
+        [
+            "invariants",
+            "legality lowered by the user; waived: the map is already parallel",
+            "numerics"
+        ]
+    );
+    assert_eq!(step.hash_before, step.hash_after);
+}
+
+#[test]
+fn large_programs_are_checked_through_compiled_c_with_cached_original_outputs() {
+    let mut p = common::matmul(6, 5, 7);
+    let acc = map_id(&p, "acc");
+    let checks = Checks {
+        numerics_budget: 10,
+        ..Checks::default()
+    };
+    let mut engine = Engine::new(checks);
+    let t = lookup("MapTiling").expect("exists");
+    let tiles = one("tiles", ParamValue::Ints(vec![4, 0, 0]));
+    let step = engine.apply(&mut p, t, &[acc], &tiles).expect("tiles");
+    assert!(
+        step.checks[2].starts_with("numerics (compiled C; about 252 tasklet executions"),
+        "{:?}",
+        step.checks
+    );
+    assert_eq!(
+        engine.cached(),
+        [step.hash_before.clone(), step.hash_after.clone()]
+    );
+    let par = lookup("Parallelize").expect("exists");
+    let step2 = engine
+        .apply(&mut p, par, &[acc], &Params::new())
+        .expect("parallel");
+    assert!(step2.checks[2].starts_with("numerics (compiled C"));
+    // The first step's result served as the second step's original: no third entry for it.
+    assert_eq!(
+        engine.cached(),
+        [step.hash_before, step.hash_after, step2.hash_after]
+    );
+}
