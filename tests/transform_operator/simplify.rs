@@ -5,7 +5,7 @@ use super::{
 };
 use dmove::ir::{Attr, Tensor};
 use dmove::onnx::{AttrValue, ModelBuilder};
-use dmove::transform::engine::{apply_repeatedly, Checks, StopReason};
+use dmove::transform::engine::{apply_repeatedly, Budget, Checks, StopReason};
 use dmove::transform::{lookup, Params};
 
 /// `Y = X · Transpose(W)` with W a constant [2, 3].
@@ -84,7 +84,14 @@ fn constant_folding_to_a_fixpoint_leaves_only_runtime_work() {
     );
     let original = p.clone();
     let folding = lookup("ConstantFolding").expect("registered");
-    let (steps, stop) = apply_repeatedly(&mut p, folding, &Params::new(), &Checks::default(), 10);
+    let repeated = apply_repeatedly(
+        &mut p,
+        folding,
+        &Params::new(),
+        &Checks::default(),
+        &Budget::steps(10),
+    );
+    let (steps, stop) = (repeated.steps, repeated.stop);
     assert_eq!((steps.len(), stop), (2, StopReason::Fixpoint));
     assert_eq!(ops(&p), ["Add"]);
     assert_eq!(p.constants.keys().collect::<Vec<_>>(), ["Wp"]);
@@ -188,7 +195,14 @@ fn reshape_chains_that_cancel_disappear_under_repeated_application() {
     );
     let original = p.clone();
     let t = lookup("ReshapeElimination").expect("registered");
-    let (steps, stop) = apply_repeatedly(&mut p, t, &Params::new(), &Checks::default(), 10);
+    let repeated = apply_repeatedly(
+        &mut p,
+        t,
+        &Params::new(),
+        &Checks::default(),
+        &Budget::steps(10),
+    );
+    let (steps, stop) = (repeated.steps, repeated.stop);
     assert_eq!(stop, StopReason::Fixpoint);
     assert_eq!(
         steps.len(),
