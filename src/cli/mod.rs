@@ -1,6 +1,7 @@
 //! The glue between the command line and the library: loading models given as paths, parsing
 //! option values, and the commands' bodies. `main.rs` only declares the arguments.
 
+pub mod analyze;
 pub mod commands;
 
 use crate::ir::text::{parse_named, ParseError};
@@ -53,6 +54,9 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Invalid(#[from] crate::ir::validate::InvalidIr),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Analysis(Box<crate::analysis::AnalysisError>),
 }
 
 /// Shape and dimension bindings given on the command line.

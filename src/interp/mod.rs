@@ -8,6 +8,7 @@
 //! `ir` and the operators' `eval`.
 
 mod compiled;
+pub(crate) mod plan;
 
 use crate::ir::{DataKind, NodeId, NodeKind, Program, SymEnv, Tensor};
 use crate::ops::{lookup, OpError};
