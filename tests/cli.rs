@@ -180,3 +180,31 @@ fn small_demo_reports_json_with_the_documented_keys() {
     assert!(imported.status.success(), "{}", stderr(&imported));
     assert!(String::from_utf8_lossy(&imported.stdout).contains("LayerNormalization"));
 }
+
+#[test]
+fn import_text_round_trips_through_the_command_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let mlp = fixture("mlp.onnx");
+    for (args, out) in [
+        (
+            vec!["import", mlp.as_str(), "--exact", "-o", "a.ir"],
+            "a.ir",
+        ),
+        (vec!["import", "a.ir", "--exact", "-o", "b.ir"], "b.ir"),
+        (
+            vec!["import", mlp.as_str(), "--expand", "--exact", "-o", "c.ir"],
+            "c.ir",
+        ),
+        (vec!["import", "c.ir", "--exact", "-o", "d.ir"], "d.ir"),
+    ] {
+        let o = dmove(&args, d);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(d.join(out).exists());
+    }
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).expect("read");
+    assert_eq!(read("a.ir"), read("b.ir"));
+    assert_eq!(read("c.ir"), read("d.ir"));
+    let dot = dmove(&["import", "c.ir", "--dot", "-"], d);
+    assert!(String::from_utf8_lossy(&dot.stdout).starts_with("digraph"));
+}

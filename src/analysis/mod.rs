@@ -27,6 +27,19 @@
 //! [`collect::analyze`] maps them to addresses (elements, or cache lines with `line`),
 //! optionally samples them ([`shards`]), measures reuse distances ([`reuse`]) and aggregates per
 //! program, node and array ([`report`]).
+//!
+//! # Element reads at data-dependent indices
+//!
+//! A tasklet may read `conn[i, j]`, one element of its connector's subset at indices computed
+//! from values (Gather, GatherElements). A trace has no values, so [`trace::IrTrace`] counts each
+//! such connector as one read per tasklet execution, of the *first* element of the subset (none
+//! if the subset is empty, as no read from it can succeed), placed after the plain reads. The
+//! counts match the interpreter when each such connector is read once per execution (as in the
+//! built-in operators); the interpreter reads lazily, so a connector read twice in an expression
+//! or only inside one branch of a `select` differs. The addresses are not the real ones:
+//! executions sharing a window all hit its first element, so the gathered array's footprint and
+//! reuse distances usually come out smaller (exact when every index is 0). Treat the DMD of
+//! programs with element reads as an approximation.
 
 pub mod choose;
 pub mod collect;

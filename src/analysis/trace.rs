@@ -2,12 +2,18 @@
 //!
 //! The trace is defined by the interpreter so that "what the program touches" has one meaning:
 //! top-level nodes in `Graph::ordered()`, map parameters nested in order, and per tasklet
-//! execution its reads in in-edge order, then its writes in out-edge order; a write with
-//! write-conflict resolution is a read and a write of the element. Both walk the same compiled
-//! plans (`interp::plan`). Programs with library nodes are analyzed after lowering a copy.
+//! execution its plain reads in in-edge order, then its element reads, then its writes in out-edge
+//! order; a write with write-conflict resolution is a read and a write of the element. Both walk
+//! the same compiled plans (`interp::plan`). Programs with library nodes are analyzed after
+//! lowering a copy.
+//!
+//! An element read (`conn[i, j]`) reads one element at an index computed from data, which a trace
+//! without values cannot know: it is counted as one read of the first element of the connector's
+//! subset (none when the subset is empty, since no such read can succeed). See the module docs of
+//! `analysis` for what this approximation means for the figures.
 
 use super::{AccessSource, AnalysisError, ArrayInfo, NodeInfo, Sink};
-use crate::interp::plan::{flat_offset, walk, CAccess, Compiler, Step, TaskletStep, MAX_SLOTS};
+use crate::interp::plan::{flat_offset, walk, CIdx, Compiler, Step, TaskletStep, MAX_SLOTS};
 use crate::interp::InterpError;
 use crate::ir::{Graph, NodeId, NodeKind, Program, SymEnv, TExpr};
 use crate::ops::expand::expand_all;
@@ -73,7 +79,7 @@ impl IrTrace {
                 NodeKind::Library(_) => return Err(AnalysisError::Library(node.id)),
                 NodeKind::Map(_) | NodeKind::Tasklet(_) => {}
             }
-            let mut c = Compiler::new(&env, p.data.keys().cloned().collect());
+            let mut c = Compiler::new(&env, &p.data);
             steps.push(c.node(g, idx)?);
             nodes.push(NodeInfo {
                 id: Some(node.id),
@@ -98,13 +104,20 @@ impl IrTrace {
         })
     }
 
-    fn offset(&self, node: NodeId, a: &CAccess, s: &[i64]) -> Result<u64, InterpError> {
-        let shape = &self.shapes[a.data];
-        flat_offset(a, s, shape)
+    /// The flat offset of the element of container `data` at indices `dims`.
+    fn offset<'a>(
+        &self,
+        node: NodeId,
+        data: usize,
+        dims: impl ExactSizeIterator<Item = &'a CIdx> + Clone,
+        s: &[i64],
+    ) -> Result<u64, InterpError> {
+        let shape = &self.shapes[data];
+        flat_offset(dims, s, shape)
             .map(|o| o as u64)
             .map_err(|index| InterpError::OutOfBounds {
                 node,
-                data: self.arrays[a.data].name.clone(),
+                data: self.arrays[data].name.clone(),
                 index,
                 shape: shape.clone(),
             })
@@ -131,10 +144,15 @@ impl AccessSource for IrTrace {
             let mut flops = (NodeId(u32::MAX), 0u64);
             walk(step, &mut slots, &mut |t: &TaskletStep, s: &[i64]| {
                 for a in &t.inputs {
-                    sink.access(k, a.data, self.offset(t.node, a, s)?, false);
+                    let off = self.offset(t.node, a.data, a.dims.iter(), s)?;
+                    sink.access(k, a.data, off, false);
+                }
+                for w in t.windows.iter().filter(|w| !w.is_empty(s)) {
+                    let off = self.offset(t.node, w.data, w.start(), s)?;
+                    sink.access(k, w.data, off, false);
                 }
                 for (a, wcr, _) in &t.outputs {
-                    let off = self.offset(t.node, a, s)?;
+                    let off = self.offset(t.node, a.data, a.dims.iter(), s)?;
                     if wcr.is_some() {
                         sink.access(k, a.data, off, false);
                     }
@@ -154,10 +172,12 @@ impl AccessSource for IrTrace {
     }
 }
 
-/// Arithmetic operations in a tasklet expression (each unary, binary or select counts one).
+/// Arithmetic operations in a tasklet expression (each unary, binary or select counts one; an
+/// element read costs what its index expressions do).
 fn ops(e: &TExpr) -> u64 {
     match e {
         TExpr::Const(_) | TExpr::Input(_) | TExpr::Index(_) => 0,
+        TExpr::Element(_, idx) => idx.iter().map(ops).sum(),
         TExpr::Unary(_, x) => 1 + ops(x),
         TExpr::Binary(_, a, b) => 1 + ops(a) + ops(b),
         TExpr::Select(c, a, b) => 1 + ops(c) + ops(a) + ops(b),

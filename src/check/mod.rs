@@ -4,6 +4,7 @@
 //! interpreter (or compiled C) and compares their outputs with the tolerances of
 //! [`crate::numerics`].
 
+pub mod fixtures;
 pub mod race;
 
 use crate::interp;
@@ -33,13 +34,28 @@ pub enum NumericsError {
 }
 
 /// A program holding one library node `op` applied to inputs of the given types; constant inputs
-/// (`consts[i] = Some(value)`) become constant data.
+/// (`consts[i] = Some(value)`) become constant data. Inputs are `x0, x1, …`, outputs `y0, …`.
 pub fn single_op_program(
     op: &str,
     attrs: BTreeMap<String, crate::ir::Attr>,
     inputs: &[Option<TensorType>],
     consts: &[Option<Tensor>],
 ) -> Result<Program, OpError> {
+    let mut p = Program::new(op.to_lowercase());
+    add_op(&mut p, "", op, attrs, inputs, consts)?;
+    Ok(p)
+}
+
+/// Adds one application of `op` to `p` with its own inputs `{prefix}x{i}` and outputs
+/// `{prefix}y{j}`, so many independent cases can share one program (and one C compile).
+pub fn add_op(
+    p: &mut Program,
+    prefix: &str,
+    op: &str,
+    attrs: BTreeMap<String, crate::ir::Attr>,
+    inputs: &[Option<TensorType>],
+    consts: &[Option<Tensor>],
+) -> Result<(), OpError> {
     let operator = lookup(op).ok_or_else(|| OpError::unsupported(op, "unknown operator"))?;
     let node = LibraryNode {
         op: op.to_string(),
@@ -49,14 +65,13 @@ pub fn single_op_program(
         .map(|i| consts.get(i).and_then(|c| c.as_ref()))
         .collect();
     let out_types = operator.infer(&node, inputs, &const_refs)?;
-    let mut p = Program::new(op.to_lowercase());
     let mut names: Vec<Option<String>> = Vec::new();
     for (i, t) in inputs.iter().enumerate() {
         let Some(t) = t else {
             names.push(None);
             continue;
         };
-        let name = format!("x{i}");
+        let name = format!("{prefix}x{i}");
         let kind = if const_refs[i].is_some() {
             DataKind::Constant
         } else {
@@ -72,21 +87,23 @@ pub fn single_op_program(
         }
         names.push(Some(name));
     }
+    let mut outs = Vec::new();
     for (i, t) in out_types.iter().enumerate() {
-        let name = format!("y{i}");
+        let name = format!("{prefix}y{i}");
         p.data.insert(
             name.clone(),
             DataDesc::new(t.dtype, t.shape.clone(), DataKind::Output),
         );
-        p.outputs.push(name);
+        p.outputs.push(name.clone());
+        outs.push(name);
     }
     let ins: Vec<Option<&str>> = names.iter().map(|n| n.as_deref()).collect();
-    let outs = p.outputs.clone();
+    let label = format!("{prefix}{op}");
     p.build(|b| {
         let outs: Vec<&str> = outs.iter().map(String::as_str).collect();
-        b.library(op, op, attrs, &ins, &outs);
+        b.library(&label, op, attrs, &ins, &outs);
     });
-    Ok(p)
+    Ok(())
 }
 
 /// Deterministic random values for every input of `p`: floats uniform in [-2, 2), integers in

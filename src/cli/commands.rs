@@ -120,20 +120,17 @@ pub fn transforms(json: bool) -> Result<(), CliError> {
         println!("{}", serde_json::Value::Array(v));
         return Ok(());
     }
+    let width = all.iter().map(|t| t.name().len()).max().unwrap_or(0) + 2;
     for t in all {
         let params: Vec<String> = t
             .params()
             .iter()
             .map(|p| format!("{}: {}", p.name, p.kind))
             .collect();
-        println!(
-            "{:<16} {:<14} {}",
-            t.name(),
-            format!("{:?}", t.level()),
-            t.doc()
-        );
+        let level = format!("{:?}", t.level());
+        println!("{:<width$} {level:<14} {}", t.name(), t.doc());
         if !params.is_empty() {
-            println!("{:<16} {:<14} params: {}", "", "", params.join(", "));
+            println!("{:<width$} {:<14} params: {}", "", "", params.join(", "));
         }
     }
     Ok(())

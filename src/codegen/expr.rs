@@ -3,9 +3,18 @@
 //! Every compound sub-expression is parenthesised, so C precedence never changes the meaning.
 //! Integer arithmetic is `int64_t`; floor division, modulo, min and max go through helpers
 //! because C's `/` and `%` truncate towards zero while the IR's floor towards −∞. Tasklet values
-//! are computed in single precision, as the interpreter does.
+//! are computed in the tasklet's compute type ([`Precision`]): `float` arithmetic and the `f`
+//! libm functions for `f32` tasklets, `double` and the plain ones for `f64` tasklets, exactly as
+//! the interpreter evaluates them.
+//!
+//! An element read `conn[e0, …]` becomes an `int64_t` flat offset into the container. Each index
+//! is truncated toward zero and then *clamped* into the memlet's subset (`dm_clamp`): a wrong
+//! index reads a wrong but valid element instead of undefined memory. The interpreter, which
+//! bounds-checks the same reads and reports them, is the oracle that catches such indices; ONNX
+//! wrap-around of negative indices belongs to the operator's expansion, not here.
 
-use crate::ir::{BinOp, DType, SymExpr, TExpr, UnOp};
+use super::emit::DataInfo;
+use crate::ir::{BinOp, DType, Dim, Precision, Subset, SymExpr, TExpr, UnOp};
 use std::collections::BTreeMap;
 
 /// Integer and min/max helpers every generated program starts with.
@@ -19,6 +28,7 @@ static inline int64_t dm_mod(int64_t a, int64_t b) {
 }
 static inline int64_t dm_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t dm_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t dm_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 "#;
 
 /// The C element type of a dtype (`bool` is stored as one byte, 0 or 1).
@@ -114,68 +124,204 @@ pub(crate) fn float_literal(v: f64) -> String {
     }
 }
 
-/// A tasklet expression as a C `float` expression. `inputs` maps each connector to a C
-/// expression of type `float`; callers check that every connector used is present.
-pub(crate) fn texpr(
-    e: &TExpr,
-    inputs: &BTreeMap<String, String>,
-    resolve: &mut dyn FnMut(&str) -> String,
-) -> String {
-    match e {
-        TExpr::Const(v) => float_literal(*v),
-        TExpr::Input(c) => inputs.get(c).cloned().unwrap_or_else(|| "NAN".to_string()),
-        TExpr::Index(s) => format!("((float){})", sym(s, resolve)),
-        TExpr::Unary(op, x) => unary(*op, &texpr(x, inputs, resolve)),
-        TExpr::Binary(op, a, b) => {
-            let a = texpr(a, inputs, resolve);
-            let b = texpr(b, inputs, resolve);
-            binary(*op, &a, &b)
-        }
-        TExpr::Select(c, a, b) => {
-            let c = texpr(c, inputs, resolve);
-            let a = texpr(a, inputs, resolve);
-            let b = texpr(b, inputs, resolve);
-            format!("({c} != 0.0f ? {a} : {b})")
+/// Converts a C expression of type `d` to the compute type `p`.
+pub(crate) fn to_compute(value: &str, d: DType, p: Precision) -> String {
+    match (p, d) {
+        (Precision::F32, _) => to_float(value, d),
+        (Precision::F64, DType::F64) => value.to_string(),
+        (Precision::F64, _) => format!("((double){value})"),
+    }
+}
+
+/// Converts a C expression of the compute type `p` to a value of `d` (a C cast: integers
+/// truncate toward zero, booleans test for non-zero).
+pub(crate) fn from_compute(value: &str, d: DType, p: Precision) -> String {
+    match (p, d) {
+        (Precision::F32, _) => from_float(value, d),
+        (Precision::F64, DType::F64) => value.to_string(),
+        (Precision::F64, DType::Bool) => format!("(uint8_t)(({value}) != 0.0)"),
+        (Precision::F64, _) => format!("({})({value})", ctype(d)),
+    }
+}
+
+/// An exact double-precision literal (shortest round-trip form, which C parses back exactly).
+fn double_literal(v: f64) -> String {
+    if v.is_nan() {
+        "NAN".to_string()
+    } else if v.is_infinite() {
+        if v > 0.0 { "INFINITY" } else { "(-INFINITY)" }.to_string()
+    } else {
+        let s = crate::ir::texpr::format_float(v);
+        if v.is_sign_negative() {
+            format!("({s})")
+        } else {
+            s
         }
     }
 }
 
-fn unary(op: UnOp, x: &str) -> String {
-    let f = match op {
-        UnOp::Neg => return format!("(-{x})"),
-        UnOp::Not => return format!("({x} == 0.0f ? 1.0f : 0.0f)"),
-        UnOp::Sigmoid => return format!("(1.0f / (1.0f + expf(-{x})))"),
-        UnOp::Recip => return format!("(1.0f / {x})"),
-        UnOp::Abs => "fabsf",
-        UnOp::Exp => "expf",
-        UnOp::Log => "logf",
-        UnOp::Sqrt => "sqrtf",
-        UnOp::Tanh => "tanhf",
-        UnOp::Erf => "erff",
-        UnOp::Floor => "floorf",
-        UnOp::Ceil => "ceilf",
-    };
-    format!("{f}({x})")
+/// A connector read by element: the container and, per memlet dimension, the C `int64_t`
+/// expressions of the subset's start, number of points and step.
+pub(crate) struct WindowC<'a> {
+    pub info: &'a DataInfo,
+    pub dims: Vec<[String; 3]>,
 }
 
-fn binary(op: BinOp, a: &str, b: &str) -> String {
-    let truth = |cond: String| format!("({cond} ? 1.0f : 0.0f)");
+impl<'a> WindowC<'a> {
+    /// The window of `subset` (of the same rank as `info`), printing index expressions with
+    /// `c_sym`; a single index is a window of one point.
+    pub fn new(
+        info: &'a DataInfo,
+        subset: &Subset,
+        c_sym: &mut dyn FnMut(&SymExpr) -> String,
+    ) -> Self {
+        let dims = subset
+            .0
+            .iter()
+            .map(|dim| match dim {
+                Dim::Index(e) => [c_sym(e), "1".to_string(), "1".to_string()],
+                Dim::Range(r) => [c_sym(&r.start), c_sym(&r.len()), c_sym(&r.step)],
+            })
+            .collect();
+        WindowC { info, dims }
+    }
+}
+
+/// How a tasklet expression reaches its connectors in C.
+pub(crate) struct TaskletC<'a> {
+    pub precision: Precision,
+    /// Plain inputs: connector → C expression already of the compute type.
+    pub inputs: &'a BTreeMap<String, String>,
+    /// Element reads: connector → the subset it may read.
+    pub windows: &'a BTreeMap<String, WindowC<'a>>,
+}
+
+/// A tasklet expression as a C expression of the compute type; callers check that every
+/// connector used is present.
+pub(crate) fn texpr(e: &TExpr, cx: &TaskletC, resolve: &mut dyn FnMut(&str) -> String) -> String {
+    let p = cx.precision;
+    match e {
+        TExpr::Const(v) => match p {
+            Precision::F32 => float_literal(*v),
+            Precision::F64 => double_literal(*v),
+        },
+        TExpr::Input(c) => cx
+            .inputs
+            .get(c)
+            .cloned()
+            .unwrap_or_else(|| "NAN".to_string()),
+        TExpr::Index(s) => format!("(({}){})", ftype(p), sym(s, resolve)),
+        TExpr::Unary(op, x) => unary(*op, &texpr(x, cx, resolve), p),
+        TExpr::Binary(op, a, b) => {
+            let a = texpr(a, cx, resolve);
+            let b = texpr(b, cx, resolve);
+            binary(*op, &a, &b, p)
+        }
+        TExpr::Select(c, a, b) => {
+            let c = texpr(c, cx, resolve);
+            let a = texpr(a, cx, resolve);
+            let b = texpr(b, cx, resolve);
+            format!("({c} != {} ? {a} : {b})", lit(0, p))
+        }
+        TExpr::Element(c, idx) => match cx.windows.get(c) {
+            Some(w) if w.dims.len() == idx.len() => {
+                let parts: Vec<String> = idx
+                    .iter()
+                    .zip(&w.dims)
+                    .map(|(x, [start, len, step])| {
+                        let k = format!(
+                            "dm_clamp((int64_t)({}), 0, {len} - 1)",
+                            texpr(x, cx, resolve)
+                        );
+                        if step == "1" {
+                            format!("({start} + {k})")
+                        } else {
+                            format!("({start} + {k} * {step})")
+                        }
+                    })
+                    .collect();
+                to_compute(
+                    &w.info.element(&flat(&parts, &w.info.shape)),
+                    w.info.dtype,
+                    p,
+                )
+            }
+            _ => "NAN".to_string(),
+        },
+    }
+}
+
+/// `((i0 * d1 + i1) * d2 + i2)` from per-dimension C index expressions.
+pub(crate) fn flat(parts: &[String], shape: &[usize]) -> String {
+    let mut it = parts.iter().zip(shape);
+    let Some((first, _)) = it.next() else {
+        return "0".to_string();
+    };
+    it.fold(first.clone(), |acc, (p, d)| format!("({acc} * {d} + {p})"))
+}
+
+/// The C type of the compute type.
+fn ftype(p: Precision) -> &'static str {
+    match p {
+        Precision::F32 => "float",
+        Precision::F64 => "double",
+    }
+}
+
+/// The small integer literal `v` as a constant of the compute type (`1.0f` / `1.0`).
+fn lit(v: u8, p: Precision) -> String {
+    match p {
+        Precision::F32 => format!("{v}.0f"),
+        Precision::F64 => format!("{v}.0"),
+    }
+}
+
+/// A libm function name for the compute type (`expf` / `exp`).
+fn libm(base: &str, p: Precision) -> String {
+    match p {
+        Precision::F32 => format!("{base}f"),
+        Precision::F64 => base.to_string(),
+    }
+}
+
+fn unary(op: UnOp, x: &str, p: Precision) -> String {
+    let (zero, one) = (lit(0, p), lit(1, p));
+    let f = match op {
+        UnOp::Neg => return format!("(-{x})"),
+        UnOp::Not => return format!("({x} == {zero} ? {one} : {zero})"),
+        UnOp::Sigmoid => return format!("({one} / ({one} + {}(-{x})))", libm("exp", p)),
+        UnOp::Recip => return format!("({one} / {x})"),
+        UnOp::Abs => "fabs",
+        UnOp::Exp => "exp",
+        UnOp::Log => "log",
+        UnOp::Sqrt => "sqrt",
+        UnOp::Tanh => "tanh",
+        UnOp::Erf => "erf",
+        UnOp::Floor => "floor",
+        UnOp::Ceil => "ceil",
+    };
+    format!("{}({x})", libm(f, p))
+}
+
+fn binary(op: BinOp, a: &str, b: &str, p: Precision) -> String {
+    let (zero, one) = (lit(0, p), lit(1, p));
+    let truth = |cond: String| format!("({cond} ? {one} : {zero})");
     match op {
         BinOp::Add => format!("({a} + {b})"),
         BinOp::Sub => format!("({a} - {b})"),
         BinOp::Mul => format!("({a} * {b})"),
         BinOp::Div => format!("({a} / {b})"),
-        BinOp::Pow => format!("powf({a}, {b})"),
-        BinOp::Max => format!("fmaxf({a}, {b})"),
-        BinOp::Min => format!("fminf({a}, {b})"),
+        BinOp::Pow => format!("{}({a}, {b})", libm("pow", p)),
+        BinOp::Max => format!("{}({a}, {b})", libm("fmax", p)),
+        BinOp::Min => format!("{}({a}, {b})", libm("fmin", p)),
         BinOp::Lt => truth(format!("{a} < {b}")),
         BinOp::Le => truth(format!("{a} <= {b}")),
         BinOp::Gt => truth(format!("{a} > {b}")),
         BinOp::Ge => truth(format!("{a} >= {b}")),
         BinOp::Eq => truth(format!("{a} == {b}")),
         BinOp::Ne => truth(format!("{a} != {b}")),
-        BinOp::And => truth(format!("{a} != 0.0f && {b} != 0.0f")),
-        BinOp::Or => truth(format!("{a} != 0.0f || {b} != 0.0f")),
+        BinOp::And => truth(format!("{a} != {zero} && {b} != {zero}")),
+        BinOp::Or => truth(format!("{a} != {zero} || {b} != {zero}")),
     }
 }
 
@@ -192,6 +338,30 @@ mod tests {
         assert_eq!(float_literal(f64::NEG_INFINITY), "(-INFINITY)");
         assert_eq!(int_literal(-3), "(-3)");
         assert_eq!(int_literal(1 << 40), "INT64_C(1099511627776)");
+        assert_eq!(double_literal(0.1), "0.1");
+        assert_eq!(double_literal(-3.0), "(-3.0)");
+        assert_eq!(double_literal(16_777_217.0), "16777217.0");
+    }
+
+    #[test]
+    fn compute_type_selects_float_or_double_functions() {
+        let e = TExpr::binary(
+            BinOp::Max,
+            TExpr::unary(UnOp::Exp, TExpr::input("a")),
+            TExpr::Const(1.0),
+        );
+        let inputs = BTreeMap::from([("a".to_string(), "c_a".to_string())]);
+        let windows = BTreeMap::new();
+        let print = |precision| {
+            let cx = TaskletC {
+                precision,
+                inputs: &inputs,
+                windows: &windows,
+            };
+            texpr(&e, &cx, &mut |s| s.to_string())
+        };
+        assert_eq!(print(Precision::F32), "fmaxf(expf(c_a), 1.0f)");
+        assert_eq!(print(Precision::F64), "fmax(exp(c_a), 1.0)");
     }
 
     #[test]

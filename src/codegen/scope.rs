@@ -4,13 +4,15 @@
 //! dependence.
 
 use super::emit::{Class, DataInfo};
-use super::expr::{self, ctype, from_float, to_float};
+use super::expr::{
+    self, ctype, flat, from_compute, from_float, to_compute, to_float, TaskletC, WindowC,
+};
 use super::names::{comment_text, Names};
 use super::{CodegenError, Unlowered};
 use crate::check::race::disjoint_across;
 use crate::ir::{
-    DType, Dim, Graph, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Subset,
-    SymExpr, TExpr, Tasklet, Wcr,
+    DType, Dim, Graph, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Precision, Schedule,
+    Subset, SymExpr, TExpr, Tasklet, Wcr,
 };
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,9 +155,9 @@ impl<'a> Emitter<'a> {
         expr::sym(e, &mut |s| lookup(params, unbound, s))
     }
 
-    fn c_texpr(&mut self, e: &TExpr, inputs: &BTreeMap<String, String>) -> String {
+    fn c_texpr(&mut self, e: &TExpr, cx: &TaskletC) -> String {
         let (params, unbound) = (&self.params, &mut self.unbound);
-        expr::texpr(e, inputs, &mut |s| lookup(params, unbound, s))
+        expr::texpr(e, cx, &mut |s| lookup(params, unbound, s))
     }
 
     /// Copies `subset` of `src` into the same subset of `dst` (a no-op between two versions of
@@ -327,7 +329,9 @@ impl<'a> Emitter<'a> {
             })
     }
 
-    /// Loads every input connector into a `const` local, then stores every output.
+    /// Loads every input connector read as a whole value into a `const` local, describes the
+    /// subsets of connectors read by element, then computes and stores every output in the
+    /// tasklet's compute type.
     fn tasklet(
         &mut self,
         g: &Graph,
@@ -341,8 +345,16 @@ impl<'a> Emitter<'a> {
             comment_text(&node.label)
         ));
         self.w.open("{");
+        let exprs = || t.outputs.iter().map(|(_, e)| e);
+        let by_element: BTreeSet<String> = exprs()
+            .flat_map(TExpr::element_reads)
+            .map(|(c, _)| c)
+            .collect();
+        let plain: BTreeSet<String> = exprs().flat_map(TExpr::plain_inputs).collect();
+        let mut dtypes = Vec::new();
         let mut locals = Names::default();
         let mut ins: BTreeMap<String, (String, DType)> = BTreeMap::new();
+        let mut windows: BTreeMap<String, WindowC<'a>> = BTreeMap::new();
         for e in g.in_edges(idx) {
             let conn = e
                 .memlet
@@ -356,6 +368,14 @@ impl<'a> Emitter<'a> {
                     )
                 })?;
             let d = self.info(&e.memlet.data)?;
+            dtypes.push(d.dtype);
+            if by_element.contains(conn) {
+                windows.insert(conn.clone(), self.window(node.id, d, &e.memlet.subset)?);
+                if !plain.contains(conn) {
+                    ins.insert(conn.clone(), (String::new(), d.dtype));
+                    continue;
+                }
+            }
             let flat = self.element_index(node.id, d, &e.memlet.subset)?;
             let c = locals.fresh("c_", conn);
             self.w.line(format!(
@@ -371,10 +391,20 @@ impl<'a> Emitter<'a> {
                 format!("input connector `{missing}` is not connected"),
             ));
         }
-        let floats: BTreeMap<String, String> = ins
+        for e in g.out_edges(idx) {
+            dtypes.push(self.info(&e.memlet.data)?.dtype);
+        }
+        let precision = Precision::of(dtypes);
+        let values: BTreeMap<String, String> = ins
             .iter()
-            .map(|(k, (c, d))| (k.clone(), to_float(c, *d)))
+            .filter(|(k, _)| plain.contains(*k))
+            .map(|(k, (c, d))| (k.clone(), to_compute(c, *d, precision)))
             .collect();
+        let cx = TaskletC {
+            precision,
+            inputs: &values,
+            windows: &windows,
+        };
         for e in g.out_edges(idx) {
             let expr = t
                 .outputs
@@ -387,23 +417,44 @@ impl<'a> Emitter<'a> {
                         format!("out-edge on unknown connector {:?}", e.memlet.src_conn),
                     )
                 })?;
-            if let Some(unknown) = expr.inputs().into_iter().find(|c| !floats.contains_key(c)) {
+            if let Some(unknown) = expr.inputs().into_iter().find(|c| !ins.contains_key(c)) {
                 return Err(malformed(
                     node.id,
                     format!("expression reads unknown input `{unknown}`"),
+                ));
+            }
+            if let Some((c, n)) = expr
+                .element_reads()
+                .into_iter()
+                .find(|(c, n)| windows.get(c).map(|w| w.dims.len()) != Some(*n))
+            {
+                return Err(malformed(
+                    node.id,
+                    format!("element read of `{c}` with {n} index(es) does not fit its memlet"),
                 ));
             }
             let d = self.info(&e.memlet.data)?;
             let flat = self.element_index(node.id, d, &e.memlet.subset)?;
             let value = match expr {
                 TExpr::Input(c) if ins[c].1 == d.dtype => ins[c].0.clone(),
-                _ => from_float(&self.c_texpr(expr, &floats), d.dtype),
+                _ => from_compute(&self.c_texpr(expr, &cx), d.dtype, precision),
             };
             let atomic = e.memlet.wcr.is_some() && self.shared_conflict(d, &e.memlet.subset);
             self.store(d, &flat, e.memlet.wcr, &value, atomic);
         }
         self.w.close();
         Ok(())
+    }
+
+    /// The subset a connector read by element covers (see [`WindowC`]).
+    fn window(
+        &mut self,
+        id: NodeId,
+        d: &'a DataInfo,
+        subset: &Subset,
+    ) -> Result<WindowC<'a>, CodegenError> {
+        check_rank(id, d, subset)?;
+        Ok(WindowC::new(d, subset, &mut |e| self.c_sym(e)))
     }
 
     /// Whether threads of the enclosing parallel region may update the same element.
@@ -454,16 +505,7 @@ impl<'a> Emitter<'a> {
         d: &DataInfo,
         subset: &Subset,
     ) -> Result<String, CodegenError> {
-        if subset.rank() != d.shape.len() {
-            return Err(malformed(
-                id,
-                format!(
-                    "subset {subset} has rank {} but the container has {}",
-                    subset.rank(),
-                    d.shape.len()
-                ),
-            ));
-        }
+        check_rank(id, d, subset)?;
         let mut parts = Vec::new();
         for dim in &subset.0 {
             match dim {
@@ -490,17 +532,23 @@ fn lookup(params: &BTreeMap<String, String>, unbound: &mut BTreeSet<String>, s: 
     }
 }
 
-fn malformed(id: NodeId, message: String) -> CodegenError {
-    CodegenError::Malformed { id, message }
+/// A memlet subset must have one dimension per dimension of its container.
+fn check_rank(id: NodeId, d: &DataInfo, subset: &Subset) -> Result<(), CodegenError> {
+    if subset.rank() == d.shape.len() {
+        return Ok(());
+    }
+    Err(malformed(
+        id,
+        format!(
+            "subset {subset} has rank {} but the container has {}",
+            subset.rank(),
+            d.shape.len()
+        ),
+    ))
 }
 
-/// `((i0 * d1 + i1) * d2 + i2)` from per-dimension C index expressions.
-fn flat(parts: &[String], shape: &[usize]) -> String {
-    let mut it = parts.iter().zip(shape);
-    let Some((first, _)) = it.next() else {
-        return "0".to_string();
-    };
-    it.fold(first.clone(), |acc, (p, d)| format!("({acc} * {d} + {p})"))
+fn malformed(id: NodeId, message: String) -> CodegenError {
+    CodegenError::Malformed { id, message }
 }
 
 fn sym_shape(d: &DataInfo) -> Vec<SymExpr> {

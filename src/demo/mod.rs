@@ -90,24 +90,22 @@ pub enum DemoError {
 pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, DemoError> {
     let cfg = opts.config;
     say(&format!(
-        "building the encoder layer (sequence {}, hidden {}, {} heads, FFN {}) as ONNX",
+        "building the encoder layer (sequence {}, hidden {}, {} heads, FFN {}) as ONNX, importing, lowering, optimizing",
         cfg.seq, cfg.hidden, cfg.heads, cfg.ffn
     ));
-    let bytes = encoder_model(&cfg, opts.seed);
-    let program = import(&load_model(&bytes)?, &ImportOptions::default())?;
-    let flops = crate::ops::flops::program_flops(&program);
+    let Pipeline {
+        bytes,
+        library,
+        baseline,
+        optimized,
+        report,
+    } = pipeline(&cfg, opts.seed, &opts.checks)?;
+    let flops = crate::ops::flops::program_flops(&library);
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed ^ 0xda7a);
     let x = crate::check::random_tensor(&[1, cfg.seq as usize, cfg.hidden as usize], &mut rng);
     let inputs = BTreeMap::from([(INPUT.to_string(), x.clone())]);
     say("running the reference interpreter");
-    let reference = crate::interp::run(&program, &inputs)?;
-
-    say("lowering every operator to maps and tasklets (baseline)");
-    let mut baseline = program;
-    expand_all(&mut baseline)?;
-    say("applying the optimization sequence, checking every step");
-    let mut optimized = baseline.clone();
-    let report = schedule::optimize(&mut optimized, &opts.checks);
+    let reference = crate::interp::run(&library, &inputs)?;
 
     say("compiling both variants");
     let variants = [("baseline", &baseline), ("optimized", &optimized)];
@@ -207,17 +205,41 @@ fn check_outputs(
         })
 }
 
+/// Every stage of the demo's program, from ONNX bytes to the optimized IR.
+struct Pipeline {
+    bytes: Vec<u8>,
+    /// As imported: library nodes.
+    library: Program,
+    /// Every operator expanded with its default ("pure") implementation.
+    baseline: Program,
+    /// The baseline after the CPU optimization sequence.
+    optimized: Program,
+    report: schedule::ScheduleReport,
+}
+
+fn pipeline(cfg: &EncoderConfig, seed: u64, checks: &Checks) -> Result<Pipeline, DemoError> {
+    let bytes = encoder_model(cfg, seed);
+    let library = import(&load_model(&bytes)?, &ImportOptions::default())?;
+    let mut baseline = library.clone();
+    expand_all(&mut baseline)?;
+    let mut optimized = baseline.clone();
+    let report = schedule::optimize(&mut optimized, checks);
+    Ok(Pipeline {
+        bytes,
+        library,
+        baseline,
+        optimized,
+        report,
+    })
+}
+
 /// The baseline and optimized programs for `cfg`, without compiling or timing (for tests and
-/// for `dmove demo --emit`).
+/// tools that inspect the generated code).
 pub fn programs(
     cfg: &EncoderConfig,
     seed: u64,
     checks: &Checks,
 ) -> Result<(Program, Program, schedule::ScheduleReport), DemoError> {
-    let bytes = encoder_model(cfg, seed);
-    let mut baseline = import(&load_model(&bytes)?, &ImportOptions::default())?;
-    expand_all(&mut baseline)?;
-    let mut optimized = baseline.clone();
-    let report = schedule::optimize(&mut optimized, checks);
-    Ok((baseline, optimized, report))
+    let p = pipeline(cfg, seed, checks)?;
+    Ok((p.baseline, p.optimized, p.report))
 }

@@ -1,6 +1,8 @@
-//! Execution of map scopes and tasklets through compiled plans (see [`super::plan`]).
+//! Execution of map scopes and tasklets through compiled plans (see [`super::plan`]), each
+//! tasklet in its compute type (see [`super::texec`]).
 
 use super::plan::{flat_offset, walk, CAccess, Compiler, Step, TaskletStep, MAX_SLOTS};
+use super::texec::{store, Eval};
 use super::{run_library, InterpError};
 use crate::ir::{Graph, NodeId, NodeKind, Program, SymEnv, Tensor};
 use std::collections::BTreeMap;
@@ -29,7 +31,7 @@ impl<'p> Frame<'p> {
                 NodeKind::Access(_) => {}
                 NodeKind::Library(_) => run_library(g, idx, &mut self.store)?,
                 NodeKind::Map(_) | NodeKind::Tasklet(_) => {
-                    let mut c = Compiler::new(self.env, self.p.data.keys().cloned().collect());
+                    let mut c = Compiler::new(self.env, &self.p.data);
                     let step = c.node(g, idx)?;
                     self.execute(c.data(), &step)?;
                 }
@@ -58,7 +60,8 @@ impl<'p> Frame<'p> {
     }
 }
 
-/// Runs one tasklet execution: reads every input, evaluates, then writes (combining on wcr).
+/// Runs one tasklet execution: loads every plain input (rounded to the compute type), evaluates
+/// (element reads happen here), then writes, converting like a C assignment and combining on wcr.
 fn run_tasklet(
     t: &TaskletStep,
     s: &[i64],
@@ -67,30 +70,38 @@ fn run_tasklet(
 ) -> Result<(), InterpError> {
     let TaskletStep {
         node,
+        precision,
         inputs,
+        windows,
         outputs,
     } = t;
-    let mut vals = [0f32; 16];
+    let mut vals = [0f64; 16];
     let mut heap;
-    let vals: &mut [f32] = if inputs.len() <= 16 {
+    let vals: &mut [f64] = if inputs.len() <= 16 {
         &mut vals[..inputs.len()]
     } else {
-        heap = vec![0f32; inputs.len()];
+        heap = vec![0f64; inputs.len()];
         &mut heap
     };
     for (v, a) in vals.iter_mut().zip(inputs) {
         let off = offset(*node, a, s, bufs, names)?;
-        *v = bufs[a.data].get_f64(off) as f32;
+        *v = precision.round(bufs[a.data].get_f64(off));
     }
-    let results: Vec<f32> = outputs.iter().map(|(_, _, e)| e.eval(vals, s)).collect();
+    let cx = Eval {
+        node: *node,
+        precision: *precision,
+        inputs: vals,
+        windows,
+        slots: s,
+        bufs,
+    };
+    let results = outputs
+        .iter()
+        .map(|(_, _, e)| e.eval(&cx))
+        .collect::<Result<Vec<f64>, _>>()?;
     for ((a, wcr, _), x) in outputs.iter().zip(results) {
         let off = offset(*node, a, s, bufs, names)?;
-        let buf = &mut bufs[a.data];
-        let value = match wcr {
-            Some(w) => w.combine(buf.get_f64(off) as f32, x),
-            None => x,
-        };
-        buf.set_f64(off, f64::from(value));
+        store(&mut bufs[a.data], off, *wcr, x);
     }
     Ok(())
 }
@@ -104,7 +115,7 @@ fn offset(
     names: &[String],
 ) -> Result<usize, InterpError> {
     let shape = &bufs[a.data].shape;
-    flat_offset(a, s, shape).map_err(|index| InterpError::OutOfBounds {
+    flat_offset(a.dims.iter(), s, shape).map_err(|index| InterpError::OutOfBounds {
         node,
         data: names[a.data].clone(),
         index,

@@ -1,7 +1,8 @@
 //! The reference interpreter: the oracle for every correctness check.
 //!
 //! Library nodes run through their operator's independent reference implementation; maps and
-//! tasklets run element by element with the same single-precision semantics as the generated C.
+//! tasklets run element by element in their compute type (`ir::Precision`), with the same
+//! arithmetic as the generated C.
 //! Every memlet access is bounds-checked, so an out-of-bounds rewrite is reported, not UB.
 //!
 //! Architecture invariant: the interpreter never looks at expansions or C; it depends only on
@@ -9,6 +10,7 @@
 
 mod compiled;
 pub(crate) mod plan;
+mod texec;
 
 use crate::ir::{DataKind, NodeId, NodeKind, Program, SymEnv, Tensor};
 use crate::ops::{lookup, OpError};
@@ -184,71 +186,17 @@ fn run_library(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::build::{In, Out};
-    use crate::ir::{BinOp, DType, DataDesc, Range, Schedule, Subset, SymExpr, TExpr, Wcr};
+    use crate::ir::{Schedule, SymExpr};
 
-    /// C = A·B with A 3×5 and B 5×2 (symbol K = 5), as init map + wcr-sum accumulation map.
+    /// C = A·B with A 3×5 and B 5×2 (symbol K = 5), accumulation map parallel.
     fn matmul_program() -> Program {
-        let mut p = Program::new("mm");
+        let mut p = crate::check::fixtures::matmul(
+            3.into(),
+            SymExpr::sym("K"),
+            2.into(),
+            Schedule::Parallel,
+        );
         p.symbols.insert("K".into(), Some(5));
-        let k = SymExpr::sym("K");
-        let decl = [
-            ("A", vec![3.into(), k.clone()], DataKind::Input),
-            ("B", vec![k.clone(), 2.into()], DataKind::Input),
-            ("C", vec![3.into(), 2.into()], DataKind::Output),
-        ];
-        for (n, shape, kind) in decl {
-            p.data
-                .insert(n.into(), DataDesc::new(DType::F32, shape, kind));
-        }
-        p.inputs = vec!["A".into(), "B".into()];
-        p.outputs = vec!["C".into()];
-        let s = SymExpr::sym;
-        p.build(|b| {
-            b.map(
-                "init",
-                vec![("i", Range::upto(3)), ("j", Range::upto(2))],
-                Schedule::Sequential,
-                |b| {
-                    b.tasklet(
-                        "zero",
-                        vec![],
-                        vec![Out(
-                            "c",
-                            "C",
-                            Subset::element([s("i"), s("j")]),
-                            None,
-                            TExpr::Const(0.0),
-                        )],
-                    );
-                },
-            );
-            b.map(
-                "acc",
-                vec![
-                    ("i", Range::upto(3)),
-                    ("j", Range::upto(2)),
-                    ("k", Range::upto(k.clone())),
-                ],
-                Schedule::Parallel,
-                |b| {
-                    b.tasklet(
-                        "fma",
-                        vec![
-                            In("a", "A", Subset::element([s("i"), s("k")])),
-                            In("b", "B", Subset::element([s("k"), s("j")])),
-                        ],
-                        vec![Out(
-                            "c",
-                            "C",
-                            Subset::element([s("i"), s("j")]),
-                            Some(Wcr::Sum),
-                            TExpr::binary(BinOp::Mul, TExpr::input("a"), TExpr::input("b")),
-                        )],
-                    );
-                },
-            );
-        });
         p
     }
 

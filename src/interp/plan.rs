@@ -3,11 +3,15 @@
 //!
 //! A map is compiled once per execution into a small tree of steps whose index expressions refer
 //! to parameter *slots* instead of names (affine ones as coefficient lists), so the inner loop does
-//! no map lookups. Program symbols are substituted at compile time.
+//! no map lookups. Program symbols are substituted at compile time. A tasklet's plan also fixes
+//! its compute type (`ir::Precision`) and which connectors are read by element at computed indices
+//! (windows); evaluating them is the interpreter's business (`super::texec`).
 
+use super::texec::CExpr;
 use super::InterpError;
 use crate::ir::{
-    BinOp, Graph, MapNode, NodeId, NodeKind, Range, SymEnv, SymExpr, TExpr, Tasklet, UnOp, Wcr,
+    DType, DataDesc, Dim, Graph, MapNode, NodeId, NodeKind, Precision, Range, Subset, SymEnv,
+    SymExpr, TExpr, Tasklet, Wcr,
 };
 use petgraph::stable_graph::NodeIndex;
 use std::collections::BTreeMap;
@@ -48,6 +52,14 @@ impl CIdx {
             CIdx::Tree(t) => t.eval(s),
         }
     }
+
+    /// The constant 1 (the step of a single-index dimension).
+    fn one() -> CIdx {
+        CIdx::Affine {
+            terms: Vec::new(),
+            constant: 1,
+        }
+    }
 }
 
 impl CTree {
@@ -82,33 +94,40 @@ pub(crate) struct CAccess {
     pub(crate) dims: Vec<CIdx>,
 }
 
+/// The subset a connector read by element (`conn[i, j]`) covers: per dimension
+/// `[start, end, step]`. Which element is read is only known when the tasklet runs.
 #[derive(Debug)]
-pub(crate) enum CExpr {
-    Const(f32),
-    Input(usize),
-    Index(CIdx),
-    Unary(UnOp, Box<CExpr>),
-    Binary(BinOp, Box<CExpr>, Box<CExpr>),
-    Select(Box<CExpr>, Box<CExpr>, Box<CExpr>),
+pub(crate) struct CWindow {
+    pub(crate) conn: String,
+    pub(crate) data: usize,
+    pub(crate) dims: Vec<[CIdx; 3]>,
 }
 
-impl CExpr {
-    pub(crate) fn eval(&self, inputs: &[f32], s: &[i64]) -> f32 {
-        match self {
-            CExpr::Const(v) => *v,
-            CExpr::Input(i) => inputs[*i],
-            CExpr::Index(e) => e.eval(s).unwrap_or(0) as f32,
-            CExpr::Unary(op, x) => op.apply(x.eval(inputs, s)),
-            CExpr::Binary(op, a, b) => op.apply(a.eval(inputs, s), b.eval(inputs, s)),
-            CExpr::Select(c, a, b) => {
-                if c.eval(inputs, s) != 0.0 {
-                    a.eval(inputs, s)
-                } else {
-                    b.eval(inputs, s)
-                }
-            }
-        }
+impl CWindow {
+    /// The first element of the subset, per dimension.
+    pub(crate) fn start(&self) -> impl ExactSizeIterator<Item = &CIdx> + Clone {
+        self.dims.iter().map(|[start, _, _]| start)
     }
+
+    /// Whether the subset holds no element at slots `s` (or has bounds that do not evaluate),
+    /// so that no element read through it can succeed.
+    pub(crate) fn is_empty(&self, s: &[i64]) -> bool {
+        self.dims
+            .iter()
+            .any(|[start, end, _]| match (start.eval(s), end.eval(s)) {
+                (Some(lo), Some(hi)) => hi <= lo,
+                _ => true,
+            })
+    }
+}
+
+/// How a tasklet's connectors are reached while its expressions are compiled.
+struct Conns<'a> {
+    /// Plain inputs: position among the loaded values.
+    slots: &'a BTreeMap<String, usize>,
+    /// Element reads: position among the windows.
+    windows: &'a BTreeMap<String, usize>,
+    precision: Precision,
 }
 
 /// A compiled scope: a map's parameters (slot and `[start, end, step]`) around its body, or one
@@ -124,11 +143,17 @@ pub(crate) enum Step {
 
 /// A tasklet's element accesses: inputs in in-edge order, then outputs (with their write-conflict
 /// resolution and value) in out-edge order — the order both the interpreter and the data-movement
-/// trace follow.
+/// trace follow. Element reads (`windows`) happen while the outputs' values are evaluated, at
+/// indices only known then.
 #[derive(Debug)]
 pub(crate) struct TaskletStep {
     pub(crate) node: NodeId,
+    /// The compute type, from the element types of every container the tasklet touches.
+    pub(crate) precision: Precision,
+    /// Connectors read as whole values, loaded before evaluation.
     pub(crate) inputs: Vec<CAccess>,
+    /// Connectors read by element at computed indices.
+    pub(crate) windows: Vec<CWindow>,
     pub(crate) outputs: Vec<(CAccess, Option<Wcr>, CExpr)>,
 }
 
@@ -137,16 +162,19 @@ pub(crate) struct Compiler<'e> {
     env: &'e SymEnv,
     slots: Vec<String>,
     data: Vec<String>,
+    /// Element type of each container, by the position in `data`.
+    dtypes: Vec<DType>,
 }
 
 impl<'e> Compiler<'e> {
-    /// A compiler for scopes of a program with symbol values `env`; `data` names the containers,
-    /// and an access's container slot is its position there.
-    pub(crate) fn new(env: &'e SymEnv, data: Vec<String>) -> Self {
+    /// A compiler for scopes of a program with symbol values `env` and containers `data`; an
+    /// access's container slot is the container's position there.
+    pub(crate) fn new(env: &'e SymEnv, data: &BTreeMap<String, DataDesc>) -> Self {
         Compiler {
             env,
             slots: Vec::new(),
-            data,
+            data: data.keys().cloned().collect(),
+            dtypes: data.values().map(|d| d.dtype).collect(),
         }
     }
 
@@ -199,13 +227,38 @@ impl<'e> Compiler<'e> {
 
     fn tasklet(&mut self, g: &Graph, idx: NodeIndex, t: &Tasklet) -> Result<Step, InterpError> {
         let id = g.node(idx).id;
+        let exprs = || t.outputs.iter().map(|(_, e)| e);
+        let plain: Vec<String> = exprs().flat_map(TExpr::plain_inputs).collect();
+        let by_element: Vec<String> = exprs()
+            .flat_map(TExpr::element_reads)
+            .map(|(c, _)| c)
+            .collect();
+        let mut dtypes = Vec::new();
         let mut inputs = Vec::new();
+        let mut windows = Vec::new();
         let mut conn_slot: BTreeMap<String, usize> = BTreeMap::new();
+        let mut conn_window: BTreeMap<String, usize> = BTreeMap::new();
         for e in g.in_edges(idx) {
             let conn = e.memlet.dst_conn.clone().unwrap_or_default();
-            conn_slot.insert(conn, inputs.len());
-            inputs.push(self.access(id, &e.memlet.data, &e.memlet.subset)?);
+            dtypes.push(self.dtype_of(id, &e.memlet.data)?);
+            if by_element.contains(&conn) {
+                conn_window.insert(conn.clone(), windows.len());
+                windows.push(self.window(id, &conn, &e.memlet.data, &e.memlet.subset)?);
+            }
+            if plain.contains(&conn) || !by_element.contains(&conn) {
+                conn_slot.insert(conn, inputs.len());
+                inputs.push(self.access(id, &e.memlet.data, &e.memlet.subset)?);
+            }
         }
+        for e in g.out_edges(idx) {
+            dtypes.push(self.dtype_of(id, &e.memlet.data)?);
+        }
+        let precision = Precision::of(dtypes);
+        let conns = Conns {
+            slots: &conn_slot,
+            windows: &conn_window,
+            precision,
+        };
         let mut outputs = Vec::new();
         for e in g.out_edges(idx) {
             let conn = e.memlet.src_conn.clone().unwrap_or_default();
@@ -218,7 +271,7 @@ impl<'e> Compiler<'e> {
                     node: id,
                     message: format!("out-edge on unknown connector `{conn}`"),
                 })?;
-            let value = self.expr(id, expr, &conn_slot)?;
+            let value = self.expr(id, expr, &conns)?;
             outputs.push((
                 self.access(id, &e.memlet.data, &e.memlet.subset)?,
                 e.memlet.wcr,
@@ -227,25 +280,60 @@ impl<'e> Compiler<'e> {
         }
         Ok(Step::Tasklet(TaskletStep {
             node: id,
+            precision,
             inputs,
+            windows,
             outputs,
         }))
     }
 
-    fn access(
+    fn dtype_of(&self, id: NodeId, data: &str) -> Result<DType, InterpError> {
+        Ok(self.dtypes[self.data_slot(id, data)?])
+    }
+
+    /// The position of container `data` in `self.data`.
+    fn data_slot(&self, id: NodeId, data: &str) -> Result<usize, InterpError> {
+        self.data
+            .iter()
+            .position(|d| d == data)
+            .ok_or_else(|| InterpError::Unsupported {
+                node: id,
+                message: format!("memlet on undeclared container `{data}`"),
+            })
+    }
+
+    /// The subset a connector read by element may touch, per dimension `[start, end, step]`.
+    fn window(
         &self,
         id: NodeId,
+        conn: &str,
         data: &str,
-        subset: &crate::ir::Subset,
-    ) -> Result<CAccess, InterpError> {
-        let slot =
-            self.data
-                .iter()
-                .position(|d| d == data)
-                .ok_or_else(|| InterpError::Unsupported {
-                    node: id,
-                    message: format!("memlet on undeclared container `{data}`"),
-                })?;
+        subset: &Subset,
+    ) -> Result<CWindow, InterpError> {
+        let slot = self.data_slot(id, data)?;
+        let dims = subset
+            .0
+            .iter()
+            .map(|d| {
+                Ok(match d {
+                    Dim::Index(e) => [self.idx(id, e)?, self.idx(id, &(e + 1))?, CIdx::one()],
+                    Dim::Range(r) => [
+                        self.idx(id, &r.start)?,
+                        self.idx(id, &r.end)?,
+                        self.idx(id, &r.step)?,
+                    ],
+                })
+            })
+            .collect::<Result<_, InterpError>>()?;
+        Ok(CWindow {
+            conn: conn.to_string(),
+            data: slot,
+            dims,
+        })
+    }
+
+    fn access(&self, id: NodeId, data: &str, subset: &Subset) -> Result<CAccess, InterpError> {
+        let slot = self.data_slot(id, data)?;
         let dims = subset
             .0
             .iter()
@@ -254,25 +342,25 @@ impl<'e> Compiler<'e> {
         Ok(CAccess { data: slot, dims })
     }
 
-    fn expr(
-        &self,
-        id: NodeId,
-        e: &TExpr,
-        conns: &BTreeMap<String, usize>,
-    ) -> Result<CExpr, InterpError> {
+    fn expr(&self, id: NodeId, e: &TExpr, conns: &Conns) -> Result<CExpr, InterpError> {
         let bx = |x: &TExpr| self.expr(id, x, conns).map(Box::new);
+        let unconnected = |n: &str| InterpError::Unsupported {
+            node: id,
+            message: format!("tasklet reads unconnected input `{n}`"),
+        };
         Ok(match e {
-            TExpr::Const(v) => CExpr::Const(*v as f32),
-            TExpr::Input(n) => {
-                CExpr::Input(*conns.get(n).ok_or_else(|| InterpError::Unsupported {
-                    node: id,
-                    message: format!("tasklet reads unconnected input `{n}`"),
-                })?)
-            }
+            TExpr::Const(v) => CExpr::Const(conns.precision.round(*v)),
+            TExpr::Input(n) => CExpr::Input(*conns.slots.get(n).ok_or_else(|| unconnected(n))?),
             TExpr::Index(x) => CExpr::Index(self.idx(id, x)?),
             TExpr::Unary(op, x) => CExpr::Unary(*op, bx(x)?),
             TExpr::Binary(op, a, b) => CExpr::Binary(*op, bx(a)?, bx(b)?),
             TExpr::Select(c, a, b) => CExpr::Select(bx(c)?, bx(a)?, bx(b)?),
+            TExpr::Element(n, idx) => CExpr::Element(
+                *conns.windows.get(n).ok_or_else(|| unconnected(n))?,
+                idx.iter()
+                    .map(|x| self.expr(id, x, conns))
+                    .collect::<Result<_, _>>()?,
+            ),
         })
     }
 
@@ -364,11 +452,16 @@ fn walk_params<E>(
     Ok(())
 }
 
-/// Row-major flat offset of an access into a container of `shape`, or the out-of-range index.
-pub(crate) fn flat_offset(a: &CAccess, s: &[i64], shape: &[usize]) -> Result<usize, Vec<i64>> {
+/// Row-major flat offset of the element at indices `dims` (one per dimension, evaluated at
+/// slots `s`) in a container of `shape`, or the out-of-range index.
+pub(crate) fn flat_offset<'a>(
+    dims: impl ExactSizeIterator<Item = &'a CIdx> + Clone,
+    s: &[i64],
+    shape: &[usize],
+) -> Result<usize, Vec<i64>> {
     let mut off = 0usize;
-    let mut bad = a.dims.len() != shape.len();
-    for (d, e) in a.dims.iter().enumerate() {
+    let mut bad = dims.len() != shape.len();
+    for (d, e) in dims.clone().enumerate() {
         let v = e.eval(s).unwrap_or(-1);
         let extent = shape.get(d).copied().unwrap_or(0);
         if v < 0 || v as usize >= extent {
@@ -378,7 +471,7 @@ pub(crate) fn flat_offset(a: &CAccess, s: &[i64], shape: &[usize]) -> Result<usi
         }
     }
     if bad {
-        return Err(a.dims.iter().map(|e| e.eval(s).unwrap_or(-1)).collect());
+        return Err(dims.map(|e| e.eval(s).unwrap_or(-1)).collect());
     }
     Ok(off)
 }

@@ -288,7 +288,7 @@ pub struct Boundary {
 /// Derives a map's outer memlets from its body: every body memlet on a non-local container is
 /// propagated over the map parameters, and memlets on the same container are joined into their
 /// hull. A body read counts as external only when it reads a version the body did not write.
-/// Containers with local or register storage stay inside.
+/// Containers with local or register storage stay inside (see [`passes_scoped`]).
 pub fn outer_memlets(map: &MapNode, data: &BTreeMap<String, DataDesc>) -> Boundary {
     let bounds: Vec<ParamBounds> = map
         .params
@@ -333,6 +333,39 @@ pub fn outer_memlets(map: &MapNode, data: &BTreeMap<String, DataDesc>) -> Bounda
         }
     }
     out
+}
+
+/// Whether an explicit memlet of the local or register container `d` may cross the boundary
+/// of `map` in the given direction. Such containers live in the innermost scope holding all
+/// their access nodes; a map nested in that scope never derives memlets for them, but the scope
+/// may pass them in (when the body uses them) and take them out (when the body writes them), so
+/// that the map is ordered after the container's producer and before its consumer.
+pub fn passes_scoped(
+    map: &MapNode,
+    data: &BTreeMap<String, DataDesc>,
+    d: &str,
+    outgoing: bool,
+) -> bool {
+    if data
+        .get(d)
+        .is_none_or(|desc| desc.storage == Storage::Global)
+    {
+        return false;
+    }
+    if outgoing {
+        writes_anywhere(&map.body, d)
+    } else {
+        map.body.data_used().contains(d)
+    }
+}
+
+/// Whether some edge in `g` or its nested scopes writes an access node of `d`.
+fn writes_anywhere(g: &Graph, d: &str) -> bool {
+    g.g.node_indices().any(|idx| match &g.node(idx).kind {
+        NodeKind::Access(x) => x == d && !g.in_edges(idx).is_empty(),
+        NodeKind::Map(m) => writes_anywhere(&m.body, d),
+        _ => false,
+    })
 }
 
 /// The smallest subset covering both, per dimension; incomparable symbolic bounds widen to the
@@ -381,68 +414,11 @@ pub fn hull(a: &Subset, b: &Subset, shape: &[SymExpr]) -> Subset {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::texpr::BinOp;
 
     /// C[i, j] += A[i, k] * B[k, j] built as init map + accumulation map.
     #[test]
     fn builds_matmul_with_propagated_memlets() {
-        let mut p = Program::new("mm");
-        for (n, kind) in [
-            ("A", DataKind::Input),
-            ("B", DataKind::Input),
-            ("C", DataKind::Output),
-        ] {
-            p.data.insert(
-                n.into(),
-                DataDesc::new(DType::F32, vec![8.into(), 8.into()], kind),
-            );
-        }
-        let s = SymExpr::sym;
-        p.build(|b| {
-            b.map(
-                "init",
-                vec![("i", Range::upto(8)), ("j", Range::upto(8))],
-                Schedule::Sequential,
-                |b| {
-                    b.tasklet(
-                        "zero",
-                        vec![],
-                        vec![Out(
-                            "c",
-                            "C",
-                            Subset::element([s("i"), s("j")]),
-                            None,
-                            TExpr::Const(0.0),
-                        )],
-                    );
-                },
-            );
-            b.map(
-                "acc",
-                vec![
-                    ("i", Range::upto(8)),
-                    ("j", Range::upto(8)),
-                    ("k", Range::upto(8)),
-                ],
-                Schedule::Sequential,
-                |b| {
-                    b.tasklet(
-                        "fma",
-                        vec![
-                            In("a", "A", Subset::element([s("i"), s("k")])),
-                            In("b", "B", Subset::element([s("k"), s("j")])),
-                        ],
-                        vec![Out(
-                            "c",
-                            "C",
-                            Subset::element([s("i"), s("j")]),
-                            Some(Wcr::Sum),
-                            TExpr::binary(BinOp::Mul, TExpr::input("a"), TExpr::input("b")),
-                        )],
-                    );
-                },
-            );
-        });
+        let p = crate::check::fixtures::matmul(8.into(), 8.into(), 8.into(), Schedule::Sequential);
         let order = p.graph.ordered();
         let labels: Vec<_> = order
             .iter()

@@ -4,7 +4,8 @@ use super::sym::SymExpr;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Element types. Compute is `f32`; `i64` and `bool` carry indices, shapes and masks.
+/// Element types. Tasklets compute in `f32` or `f64` depending on the containers they touch
+/// (see [`super::texpr::Precision`]); `i64` and `bool` carry indices, shapes and masks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum DType {
     F32,

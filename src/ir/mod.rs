@@ -26,4 +26,4 @@ pub use node::{
 pub use subset::{Dim, Range, Subset};
 pub use sym::{SymEnv, SymError, SymExpr};
 pub use tensor::{Buffer, Tensor};
-pub use texpr::{BinOp, TExpr, UnOp};
+pub use texpr::{BinOp, Precision, TExpr, UnOp};

@@ -201,6 +201,16 @@ impl Wcr {
         }
     }
 
+    /// Combines in double precision (containers of `f64` and integer types).
+    pub fn combine_f64(self, old: f64, new: f64) -> f64 {
+        match self {
+            Wcr::Sum => old + new,
+            Wcr::Prod => old * new,
+            Wcr::Max => old.max(new),
+            Wcr::Min => old.min(new),
+        }
+    }
+
     /// The neutral element, used to initialise accumulators.
     pub fn identity(self) -> f32 {
         match self {

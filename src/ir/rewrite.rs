@@ -1,7 +1,7 @@
 //! Primitive graph edits that transformations compose: renaming symbols inside a scope and
 //! re-deriving a map's boundary memlets after its body changed.
 
-use super::build::outer_memlets;
+use super::build::{outer_memlets, passes_scoped};
 use super::data::DataDesc;
 use super::graph::{Graph, Program};
 use super::node::{Memlet, Node, NodeId, NodeKind};
@@ -85,29 +85,38 @@ impl ScopeEdit<'_> {
         let ins: Vec<_> = g
             .in_edges(idx)
             .iter()
-            .map(|e| (e.id, e.memlet.data.clone()))
+            .map(|e| {
+                let scoped = passes_scoped(m, self.data, &e.memlet.data, false);
+                (e.id, e.memlet.data.clone(), scoped)
+            })
             .collect();
         let outs: Vec<_> = g
             .out_edges(idx)
             .iter()
-            .map(|e| (e.id, e.memlet.data.clone()))
+            .map(|e| {
+                let scoped = passes_scoped(m, self.data, &e.memlet.data, true);
+                (e.id, e.memlet.data.clone(), scoped)
+            })
             .collect();
-        for (eid, d) in ins {
+        for (eid, d, scoped) in ins {
             match (boundary.reads.get(&d), boundary.writes.get(&d)) {
                 (Some(s), _) => g.g[eid].subset = s.clone(),
                 // Read-modify-write ordering edges of accumulations stay, with the write's subset.
                 (None, Some((s, Some(_)))) => g.g[eid].subset = s.clone(),
+                // Explicitly passed local containers stay while the body uses them.
+                _ if scoped => {}
                 _ => {
                     g.g.remove_edge(eid);
                 }
             }
         }
-        for (eid, d) in outs {
+        for (eid, d, scoped) in outs {
             match boundary.writes.get(&d) {
                 Some((s, wcr)) => {
                     g.g[eid].subset = s.clone();
                     g.g[eid].wcr = *wcr;
                 }
+                None if scoped => {}
                 None => {
                     g.g.remove_edge(eid);
                 }

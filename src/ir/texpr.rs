@@ -2,7 +2,19 @@
 //!
 //! Tasklets are never raw C: keeping them as a small typed tree lets the interpreter run them,
 //! analyses inspect them and the C backend print them safely.
+//!
+//! # Compute type
+//!
+//! A tasklet computes in one floating-point type, its [`Precision`], decided by
+//! [`Precision::of`] from the element types of the containers it reads and writes: `f64` as soon
+//! as one of them is `f64`, `i64` or `i32` (so integer indices, shapes and counts up to 2^53 stay
+//! exact), `f32` otherwise (`f32` and `bool` containers only). Both backends call that one
+//! function. Loads convert to the compute type, every intermediate result is a value of the
+//! compute type (the interpreter rounds each one to `f32` in an `f32` tasklet, exactly like C
+//! `float` arithmetic), comparisons and logic yield 1 or 0, and a store converts to the
+//! container's type (truncating toward zero for integers, like a C cast).
 
+use super::data::DType;
 use super::sym::SymExpr;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -20,6 +32,40 @@ pub enum TExpr {
     Binary(BinOp, Box<TExpr>, Box<TExpr>),
     /// `select(cond, a, b)`: `a` where `cond` is non-zero, else `b`.
     Select(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+    /// `conn[e0, e1, …]`: the element at computed indices inside the subset the connector's
+    /// memlet covers (a range such as a whole lookup table), one index per memlet dimension,
+    /// each relative to the subset's start (in steps of the range's step) and truncated toward
+    /// zero to an integer. This is how data-dependent reads (Gather) are expressed; the memlet
+    /// still states every element that *may* be read, so its volume is an upper bound.
+    Element(String, Vec<TExpr>),
+}
+
+/// The floating-point type a tasklet computes in (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Precision {
+    F32,
+    F64,
+}
+
+impl Precision {
+    /// The compute type of a tasklet whose edges carry containers of `dtypes`: `f64` when any
+    /// is `f64`, `i64` or `i32`, else `f32`. The one place this rule is stated.
+    pub fn of(dtypes: impl IntoIterator<Item = DType>) -> Precision {
+        let wide = |d: DType| matches!(d, DType::F64 | DType::I64 | DType::I32);
+        if dtypes.into_iter().any(wide) {
+            Precision::F64
+        } else {
+            Precision::F32
+        }
+    }
+
+    /// `x` as a value of this type (rounded to the nearest `f32` for [`Precision::F32`]).
+    pub fn round(self, x: f64) -> f64 {
+        match self {
+            Precision::F32 => f64::from(x as f32),
+            Precision::F64 => x,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -112,6 +158,32 @@ impl UnOp {
             UnOp::Recip => 1.0 / x,
         }
     }
+
+    /// Applies the operation in double precision, as the generated C does for `f64` tasklets.
+    pub fn apply_f64(self, x: f64) -> f64 {
+        match self {
+            UnOp::Neg => -x,
+            UnOp::Not => f64::from(u8::from(x == 0.0)),
+            UnOp::Abs => x.abs(),
+            UnOp::Exp => x.exp(),
+            UnOp::Log => x.ln(),
+            UnOp::Sqrt => x.sqrt(),
+            UnOp::Tanh => x.tanh(),
+            UnOp::Erf => libm::erf(x),
+            UnOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnOp::Floor => x.floor(),
+            UnOp::Ceil => x.ceil(),
+            UnOp::Recip => 1.0 / x,
+        }
+    }
+
+    /// Applies the operation in `precision` to a value of that type.
+    pub fn apply_in(self, precision: Precision, x: f64) -> f64 {
+        match precision {
+            Precision::F32 => f64::from(self.apply(x as f32)),
+            Precision::F64 => self.apply_f64(x),
+        }
+    }
 }
 
 impl BinOp {
@@ -176,6 +248,36 @@ impl BinOp {
             BinOp::Or => f32::from(a != 0.0 || b != 0.0),
         }
     }
+
+    /// Applies the operation in double precision; comparisons yield 1.0 or 0.0.
+    pub fn apply_f64(self, a: f64, b: f64) -> f64 {
+        let truth = |c: bool| f64::from(u8::from(c));
+        match self {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Div => a / b,
+            BinOp::Pow => a.powf(b),
+            BinOp::Max => a.max(b),
+            BinOp::Min => a.min(b),
+            BinOp::Lt => truth(a < b),
+            BinOp::Le => truth(a <= b),
+            BinOp::Gt => truth(a > b),
+            BinOp::Ge => truth(a >= b),
+            BinOp::Eq => truth(a == b),
+            BinOp::Ne => truth(a != b),
+            BinOp::And => truth(a != 0.0 && b != 0.0),
+            BinOp::Or => truth(a != 0.0 || b != 0.0),
+        }
+    }
+
+    /// Applies the operation in `precision` to values of that type.
+    pub fn apply_in(self, precision: Precision, a: f64, b: f64) -> f64 {
+        match precision {
+            Precision::F32 => f64::from(self.apply(a as f32, b as f32)),
+            Precision::F64 => self.apply_f64(a, b),
+        }
+    }
 }
 
 impl TExpr {
@@ -195,14 +297,43 @@ impl TExpr {
         TExpr::Select(Box::new(c), Box::new(a), Box::new(b))
     }
 
-    /// Input connectors the expression reads, in first-use order.
+    /// `conn[indices…]`, an element read at computed indices.
+    pub fn element(conn: &str, indices: Vec<TExpr>) -> TExpr {
+        TExpr::Element(conn.to_string(), indices)
+    }
+
+    /// Input connectors the expression reads, plainly or by element, in first-use order.
     pub fn inputs(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.visit(&mut |e| {
+            if let TExpr::Input(n) | TExpr::Element(n, _) = e {
+                if !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+        });
+        out
+    }
+
+    /// Connectors read as a whole value (`TExpr::Input`): their memlets must be one element.
+    pub fn plain_inputs(&self) -> Vec<String> {
         let mut out = Vec::new();
         self.visit(&mut |e| {
             if let TExpr::Input(n) = e {
                 if !out.contains(n) {
                     out.push(n.clone());
                 }
+            }
+        });
+        out
+    }
+
+    /// Every element read `(connector, number of indices)`, in visiting order.
+    pub fn element_reads(&self) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        self.visit(&mut |e| {
+            if let TExpr::Element(n, idx) = e {
+                out.push((n.clone(), idx.len()));
             }
         });
         out
@@ -223,6 +354,7 @@ impl TExpr {
                 a.visit(f);
                 b.visit(f);
             }
+            TExpr::Element(_, idx) => idx.iter().for_each(|i| i.visit(f)),
         }
     }
 
@@ -233,6 +365,9 @@ impl TExpr {
             TExpr::Unary(op, x) => TExpr::unary(*op, x.rewrite(f)),
             TExpr::Binary(op, a, b) => TExpr::binary(*op, a.rewrite(f), b.rewrite(f)),
             TExpr::Select(c, a, b) => TExpr::select(c.rewrite(f), a.rewrite(f), b.rewrite(f)),
+            TExpr::Element(n, idx) => {
+                TExpr::Element(n.clone(), idx.iter().map(|i| i.rewrite(f)).collect())
+            }
         };
         f(&rebuilt).unwrap_or(rebuilt)
     }
@@ -306,6 +441,10 @@ impl fmt::Display for TExpr {
                 None => write!(f, "{}({a}, {b})", op.function_name().unwrap_or("?")),
             },
             TExpr::Select(c, a, b) => write!(f, "select({c}, {a}, {b})"),
+            TExpr::Element(n, idx) => {
+                let parts: Vec<String> = idx.iter().map(ToString::to_string).collect();
+                write!(f, "{n}[{}]", parts.join(", "))
+            }
         }
     }
 }
@@ -339,5 +478,34 @@ mod tests {
         assert_eq!(format_float(2.0), "2.0");
         assert_eq!(format_float(1e-30), "1e-30");
         assert_eq!(format_float(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn element_reads_print_and_list_their_connectors() {
+        let e = TExpr::binary(
+            BinOp::Add,
+            TExpr::element(
+                "t",
+                vec![TExpr::input("i"), TExpr::Index(SymExpr::sym("d"))],
+            ),
+            TExpr::input("b"),
+        );
+        assert_eq!(e.to_string(), "t[i, idx(d)] + b");
+        assert_eq!(e.inputs(), vec!["t", "i", "b"]);
+        assert_eq!(e.plain_inputs(), vec!["i", "b"]);
+        assert_eq!(e.element_reads(), vec![("t".to_string(), 2)]);
+    }
+
+    #[test]
+    fn compute_type_widens_for_integers_and_doubles() {
+        assert_eq!(Precision::of([DType::F32, DType::Bool]), Precision::F32);
+        assert_eq!(Precision::of([]), Precision::F32);
+        for wide in [DType::F64, DType::I64, DType::I32] {
+            assert_eq!(Precision::of([DType::F32, wide]), Precision::F64);
+        }
+        // 2^24 + 1 is not an f32: an f32 tasklet rounds it, an f64 one keeps it.
+        let x = 16_777_217.0;
+        assert_eq!(Precision::F32.round(x), 16_777_216.0);
+        assert_eq!(BinOp::Add.apply_in(Precision::F64, x, 1.0), 16_777_218.0);
     }
 }

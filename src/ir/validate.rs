@@ -301,8 +301,15 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// Tasklet edges: a connector read as a whole value (or not read at all) needs a
+    /// single-element memlet; one read by element (`conn[i, j]`) may move a range, and every
+    /// such read gives exactly one index per dimension of its memlet.
     fn tasklet(&mut self, g: &Graph, idx: petgraph::stable_graph::NodeIndex, t: &super::Tasklet) {
         let id = g.node(idx).id;
+        let exprs = || t.outputs.iter().map(|(_, e)| e);
+        let plain: BTreeSet<String> = exprs().flat_map(super::TExpr::plain_inputs).collect();
+        let element_reads: Vec<(String, usize)> =
+            exprs().flat_map(super::TExpr::element_reads).collect();
         let mut fed: BTreeMap<String, usize> = BTreeMap::new();
         for e in g.in_edges(idx) {
             match &e.memlet.dst_conn {
@@ -312,7 +319,9 @@ impl<'a> Validator<'a> {
                     format!("in-edge on unknown connector {other:?}"),
                 ),
             }
-            if !e.memlet.subset.is_element() {
+            let conn = e.memlet.dst_conn.clone().unwrap_or_default();
+            let by_element = element_reads.iter().any(|(c, _)| *c == conn);
+            if (plain.contains(&conn) || !by_element) && !e.memlet.subset.is_element() {
                 self.fail(
                     Location::Node(id),
                     format!(
@@ -320,6 +329,19 @@ impl<'a> Validator<'a> {
                         e.memlet.data, e.memlet.subset
                     ),
                 );
+            }
+            for (_, n) in element_reads.iter().filter(|(c, _)| *c == conn) {
+                if *n != e.memlet.subset.rank() {
+                    self.fail(
+                        Location::Node(id),
+                        format!(
+                            "element read of `{conn}` gives {n} index(es) but its memlet {}{} has rank {}",
+                            e.memlet.data,
+                            e.memlet.subset,
+                            e.memlet.subset.rank()
+                        ),
+                    );
+                }
             }
         }
         for c in &t.inputs {
@@ -413,12 +435,132 @@ impl<'a> Validator<'a> {
             }
         }
         for d in &outs {
-            if !boundary.writes.contains_key(d) {
+            if !boundary.writes.contains_key(d)
+                && !super::build::passes_scoped(m, &self.p.data, d, true)
+            {
                 self.fail(
                     Location::Node(id),
                     format!("map claims to write `{d}` but its body never does"),
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::build::{In, Out};
+    use crate::ir::{DType, DataDesc, DataKind, Memlet, Range, Schedule, Subset, SymExpr, TExpr};
+
+    /// Y[i] = X[i + shift] over i in 0:4, with X of length `x_len`.
+    fn shifted_copy(x_len: i64, shift: i64) -> Program {
+        let mut p = Program::new("copy");
+        p.data.insert(
+            "X".into(),
+            DataDesc::new(DType::F32, vec![x_len.into()], DataKind::Input),
+        );
+        p.data.insert(
+            "Y".into(),
+            DataDesc::new(DType::F32, vec![4.into()], DataKind::Output),
+        );
+        p.inputs.push("X".into());
+        p.outputs.push("Y".into());
+        let i = || SymExpr::sym("i");
+        p.build(|b| {
+            b.map(
+                "copy",
+                vec![("i", Range::upto(4))],
+                Schedule::Sequential,
+                |b| {
+                    b.tasklet(
+                        "t",
+                        vec![In("x", "X", Subset::element([i() + shift]))],
+                        vec![Out(
+                            "y",
+                            "Y",
+                            Subset::element([i()]),
+                            None,
+                            TExpr::input("x"),
+                        )],
+                    );
+                },
+            );
+        });
+        p
+    }
+
+    fn messages(p: &Program) -> Vec<String> {
+        validate(p)
+            .err()
+            .map(|e| e.0.iter().map(|v| v.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_valid_program_passes() {
+        assert_eq!(validate(&shifted_copy(5, 1)), Ok(()));
+    }
+
+    #[test]
+    fn out_of_bounds_memlets_name_the_edge_and_the_range() {
+        let m = messages(&shifted_copy(4, 1));
+        assert!(
+            m.iter()
+                .any(|s| s.contains("X[i + 1]") && s.contains("reaches [1, 5) outside 0..4")),
+            "{m:?}"
+        );
+    }
+
+    #[test]
+    fn undeclared_containers_and_unconnected_connectors_are_reported_together() {
+        let mut p = shifted_copy(5, 0);
+        p.data.remove("Y");
+        let mut tasklet = None;
+        p.graph.walk(&mut |n| {
+            if matches!(n.kind, NodeKind::Tasklet(_)) {
+                tasklet = Some(n.id);
+            }
+        });
+        let (body, idx) = p
+            .graph
+            .locate_mut(tasklet.expect("tasklet"))
+            .expect("found");
+        let input = body.in_edges(idx)[0].id;
+        body.g.remove_edge(input);
+        let m = messages(&p);
+        assert!(
+            m.iter().any(|s| s.contains("undeclared container `Y`")),
+            "{m:?}"
+        );
+        assert!(
+            m.iter()
+                .any(|s| s.contains("signature names undeclared container `Y`")),
+            "{m:?}"
+        );
+        assert!(
+            m.iter()
+                .any(|s| s.contains("input connector `x` is not connected")),
+            "{m:?}"
+        );
+    }
+
+    #[test]
+    fn cycles_and_bad_memlets_are_found() {
+        let mut p = shifted_copy(5, 0);
+        let order = p.graph.ordered();
+        let (first, last) = (order[0], order[order.len() - 1]);
+        p.graph.add_edge(
+            last,
+            first,
+            Memlet::new("X", Subset::full(&[SymExpr::Int(5)])),
+        );
+        let m = messages(&p);
+        assert!(m.iter().any(|s| s.contains("dataflow cycle")), "{m:?}");
+        assert!(
+            m.iter()
+                .any(|s| s.contains("memlet moves `X` but the access node is `Y`")),
+            "{m:?}"
+        );
     }
 }

@@ -4,7 +4,7 @@ use super::error::OnnxError;
 use super::proto::attribute_proto::AttributeType;
 use super::proto::{AttributeProto, NodeProto};
 use super::tensor::decode_tensor;
-use crate::ir::{Attr, Tensor};
+use crate::ir::{Attr, DType, Tensor};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -26,7 +26,8 @@ fn kind(a: &AttributeProto) -> AttributeType {
 }
 
 /// Converts the attributes of an ordinary (non-`Constant`) node; `label` names the node in errors.
-/// Tensor, graph and other compound attributes have no IR counterpart and are rejected.
+/// Tensor, graph and other compound attributes have no IR counterpart and are rejected, except
+/// ConstantOfShape's one-element `value` tensor (see [`fill_value`]).
 pub fn convert(node: &NodeProto, label: &str) -> Result<BTreeMap<String, Attr>, OnnxError> {
     let mut out = BTreeMap::new();
     for a in &node.attribute {
@@ -51,6 +52,16 @@ pub fn convert(node: &NodeProto, label: &str) -> Result<BTreeMap<String, Attr>, 
             AttributeType::String => {
                 Attr::Str(utf8(a.s.as_deref().unwrap_or_default(), label, &name)?)
             }
+            AttributeType::Tensor
+                if name == "value" && node.op_type.as_deref() == Some("ConstantOfShape") =>
+            {
+                let (value, dtype) = fill_value(a, label)?;
+                out.insert(
+                    "value_type".to_string(),
+                    Attr::Str(dtype.name().to_string()),
+                );
+                value
+            }
             other => {
                 return Err(OnnxError::attribute(
                     label,
@@ -67,6 +78,29 @@ pub fn convert(node: &NodeProto, label: &str) -> Result<BTreeMap<String, Attr>, 
         }
     }
     Ok(out)
+}
+
+/// ConstantOfShape's `value`: a one-element tensor whose type is the output's. It becomes the
+/// number (`Attr::Int` for integer types, so large values stay exact, else `Attr::Float`) and
+/// its element type, which the operator reads back as attribute `value_type`.
+fn fill_value(a: &AttributeProto, label: &str) -> Result<(Attr, DType), OnnxError> {
+    let t =
+        a.t.as_ref()
+            .ok_or_else(|| OnnxError::attribute(label, "value", "the tensor is missing"))?;
+    let value = decode_tensor(t, label, None)?;
+    if value.len() != 1 {
+        return Err(OnnxError::attribute(
+            label,
+            "value",
+            format!("must hold exactly one element, holds {}", value.len()),
+        ));
+    }
+    let dtype = value.dtype();
+    let attr = match dtype {
+        DType::I64 | DType::I32 => Attr::Int(value.to_i64_vec()[0]),
+        DType::F32 | DType::F64 | DType::Bool => Attr::Float(value.get_f64(0)),
+    };
+    Ok((attr, dtype))
 }
 
 fn utf8(bytes: &[u8], label: &str, name: &str) -> Result<String, OnnxError> {
@@ -114,5 +148,45 @@ pub fn constant_value(
             name,
             "unsupported Constant attribute (value, value_float(s) and value_int(s) are supported)",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::onnx::proto::TensorProto;
+
+    fn node(op: &str, value: TensorProto) -> NodeProto {
+        NodeProto {
+            op_type: Some(op.to_string()),
+            attribute: vec![AttributeProto {
+                name: Some("value".into()),
+                r#type: Some(AttributeType::Tensor as i32),
+                t: Some(value),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn int64_tensor(values: Vec<i64>) -> TensorProto {
+        TensorProto {
+            dims: vec![values.len() as i64],
+            data_type: Some(7),
+            int64_data: values,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn constant_of_shape_value_becomes_number_and_type() {
+        let big = (1i64 << 60) + 1;
+        let attrs = convert(&node("ConstantOfShape", int64_tensor(vec![big])), "n").expect("ok");
+        assert_eq!(attrs.get("value"), Some(&Attr::Int(big)));
+        assert_eq!(attrs.get("value_type"), Some(&Attr::Str("i64".into())));
+        let two = convert(&node("ConstantOfShape", int64_tensor(vec![1, 2])), "n");
+        assert!(matches!(two, Err(OnnxError::Attribute { attr, .. }) if attr == "value"));
+        // Other operators' tensor attributes are still rejected.
+        assert!(convert(&node("Cast", int64_tensor(vec![1])), "n").is_err());
     }
 }

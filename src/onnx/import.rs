@@ -40,6 +40,19 @@ fn mark_opset_semantics(op: &str, opset: i64, attrs: &mut BTreeMap<String, Attr>
     }
 }
 
+/// Gives a `Split` without explicit sizes its output count as `num_outputs` (the opset-18
+/// attribute of the same meaning): equal splitting depends on how many outputs the node lists,
+/// which the operator otherwise cannot see.
+fn mark_split_count(node: &NodeProto, attrs: &mut BTreeMap<String, Attr>) {
+    let sized = attrs.contains_key("split")
+        || attrs.contains_key("num_outputs")
+        || node.input.get(1).is_some_and(|t| !t.is_empty());
+    if node.op_type.as_deref() == Some("Split") && !sized {
+        let count = i64::try_from(node.output.len()).unwrap_or(i64::MAX);
+        attrs.insert("num_outputs".into(), Attr::Int(count));
+    }
+}
+
 /// Loads `path` (which inlines external data found next to it) and imports it.
 pub fn import_file(path: &Path, opts: &ImportOptions) -> Result<Program, OnnxError> {
     import(&load_file(path)?, opts)
@@ -335,6 +348,7 @@ impl<'m> Importer<'m> {
         })?;
         let mut attrs = convert(node, label)?;
         mark_opset_semantics(&op_name, self.opset, &mut attrs);
+        mark_split_count(node, &mut attrs);
         let mut in_types = Vec::with_capacity(node.input.len());
         for tensor in &node.input {
             in_types.push(match tensor.is_empty() {

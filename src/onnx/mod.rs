@@ -31,6 +31,7 @@
 //!   which coerce the input to 2-D at `axis` (default 1) and normalise over the flattened trailing
 //!   block; from opset 13 they normalise along `axis` (default -1) and get no `opset` attribute.
 //!   Attributes that later opsets turned into inputs are passed through as written.
+//!   A `Split` without `split` sizes or `num_outputs` gets `num_outputs` = its output count.
 //! - **Types.** Output types come from [`crate::ops::Operator::infer`] in node order, with the
 //!   values of constant inputs available; declared types (`value_info`, graph outputs) are
 //!   checked against them wherever both sides are static.

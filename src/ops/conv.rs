@@ -2,12 +2,15 @@
 
 use super::expand::elementwise_index;
 use super::window::{
-    float_input, multi_indices, offset, same_dim, static_dims, sym_shape, tap, tensor_input, Tap,
+    conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap, tensor_input, Tap,
     Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, Out};
 use crate::ir::{BinOp, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
+
+#[path = "conv_im2col.rs"]
+mod im2col;
 
 pub static OPS: &[&dyn Operator] = &[&Conv];
 
@@ -34,35 +37,7 @@ impl ConvShape {
         w: &[SymExpr],
         bias: Option<&[SymExpr]>,
     ) -> Result<ConvShape, OpError> {
-        if x.len() < 3 {
-            return Err(OpError::shape(
-                NAME,
-                format!(
-                    "input X must have rank at least 3 (N, C, spatial…), got rank {}",
-                    x.len()
-                ),
-            ));
-        }
-        if w.len() != x.len() {
-            return Err(OpError::shape(
-                NAME,
-                format!("weights W have rank {} but X has rank {}", w.len(), x.len()),
-            ));
-        }
-        let group = node.int("group").unwrap_or(1);
-        if group < 1 {
-            return Err(OpError::attr(
-                NAME,
-                "group",
-                format!("{group} is not positive"),
-            ));
-        }
-        let dims = static_dims(
-            NAME,
-            "channel counts",
-            &[x[1].clone(), w[0].clone(), w[1].clone()],
-        )?;
-        let (channels, out_channels, in_per_group) = (dims[0], dims[1], dims[2]);
+        let (group, [channels, out_channels, in_per_group]) = conv_operands(NAME, node, x, w)?;
         if channels != in_per_group * group {
             return Err(OpError::shape(
                 NAME,
@@ -200,10 +175,18 @@ impl Operator for Conv {
         Ok(vec![Tensor::from_f64(x.dtype(), out_shape, &y)])
     }
 
-    /// An init map writing the bias (or zero) into Y, then one accumulation map over
+    fn expansions(&self) -> &'static [&'static str] {
+        &["pure", "im2col"]
+    }
+
+    /// `pure`: an init map writing the bias (or zero) into Y, then one accumulation map over
     /// `(n, [g,] m, o…, c, k…)` adding `X·W` with a sum write-conflict. Padded positions read a
     /// clamped in-bounds element and contribute zero through a select on the index.
-    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+    /// `im2col`: see [`im2col`].
+    fn expand(&self, implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        if implementation == "im2col" {
+            return im2col::expand(ctx);
+        }
         let (x, xd) = ctx.input(0)?.clone();
         let (w, wd) = ctx.input(1)?.clone();
         let bias = ctx.inputs.get(2).cloned().flatten();

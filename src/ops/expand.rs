@@ -119,13 +119,18 @@ pub fn expand_node(
 
 /// Access node and container of each input and output connector, by position (`None` where an
 /// optional connector is not wired).
-type Wiring = (
+pub(crate) type Wiring = (
     Vec<Option<(NodeIndex, String)>>,
     Vec<Option<(NodeIndex, String)>>,
 );
 
 /// The access nodes attached to each input and output connector of a library node.
-fn wiring(g: &Graph, idx: NodeIndex, lib: &LibraryNode, id: NodeId) -> Result<Wiring, ExpandError> {
+pub(crate) fn wiring(
+    g: &Graph,
+    idx: NodeIndex,
+    lib: &LibraryNode,
+    id: NodeId,
+) -> Result<Wiring, ExpandError> {
     let mut ins: Vec<Option<(NodeIndex, String)>> = Vec::new();
     for e in g.in_edges(idx) {
         let conn = e.memlet.dst_conn.clone().unwrap_or_default();

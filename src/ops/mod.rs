@@ -11,17 +11,35 @@
 mod activation;
 mod batchnorm;
 pub mod broadcast;
+mod concat;
 mod conv;
+mod conv_transpose;
+mod dropout;
+mod einsum;
 mod elementwise;
 pub mod expand;
 pub mod flops;
+mod generate;
+mod groupnorm;
 mod identity;
+mod index;
+mod logic;
 mod matmul;
+mod mean;
+mod mish;
+mod movement;
 mod norm;
+mod pad;
 mod pool;
+mod reduce;
+mod replicate;
+mod resize;
+mod scan;
 mod shape;
+mod slice;
 mod softmax;
 mod support;
+mod topk;
 mod window;
 
 use crate::ir::build::ScopeBuilder;
@@ -194,14 +212,31 @@ pub fn all() -> Vec<&'static dyn Operator> {
     for family in [
         activation::OPS,
         batchnorm::OPS,
+        concat::OPS,
         conv::OPS,
+        conv_transpose::OPS,
+        dropout::OPS,
+        einsum::OPS,
         elementwise::OPS,
+        generate::OPS,
+        groupnorm::OPS,
         identity::OPS,
+        index::OPS,
+        logic::OPS,
         matmul::OPS,
+        mean::OPS,
+        mish::OPS,
         norm::OPS,
+        pad::OPS,
         pool::OPS,
+        reduce::OPS,
+        replicate::OPS,
+        resize::OPS,
+        scan::OPS,
         shape::OPS,
+        slice::OPS,
         softmax::OPS,
+        topk::OPS,
     ] {
         v.extend_from_slice(family);
     }

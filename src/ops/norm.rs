@@ -11,11 +11,11 @@
 
 use super::broadcast::{check_unidirectional, source_index, source_offsets};
 use super::support::{
-    arg, dim_product, element_map, fill_map, input_type, opt_arg, params_over, require_float,
-    resolve_axis, same_dtype, Read,
+    arg, dim_product, element_map, input_type, opt_arg, params_over, require_float, resolve_axis,
+    same_dtype, Moments, Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp, Wcr};
+use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor};
 
 pub static OPS: &[&dyn Operator] = &[&LayerNormalization];
 
@@ -55,14 +55,6 @@ impl LayerNormalization {
             ));
         }
         Ok(Attrs { axis, epsilon })
-    }
-}
-
-/// `x / n`, as a multiplication by a constant when `n` is static.
-fn divide_by(x: TExpr, n: &SymExpr) -> TExpr {
-    match n.as_int() {
-        Some(v) => TExpr::binary(BinOp::Mul, x, TExpr::Const(1.0 / v as f64)),
-        None => TExpr::binary(BinOp::Div, x, TExpr::Index(n.clone())),
     }
 }
 
@@ -166,59 +158,23 @@ impl Operator for LayerNormalization {
             .b
             .transient(&format!("{label}_var"), DType::F32, stat_shape.clone());
         let b = &mut *ctx.b;
-        let xi = || Read::new("x", &x, idx.clone());
-        let mi = || Read::new("m", &mean, stat_idx.clone());
-        let centred = || TExpr::binary(BinOp::Sub, TExpr::input("x"), TExpr::input("m"));
+        let stats = Moments {
+            x: &x,
+            x_idx: &idx,
+            params: &params,
+            stat_shape: &stat_shape,
+            stat_idx: &stat_idx,
+            count: &n,
+            epsilon: at.epsilon,
+        };
+        stats.append(b, &label, [&mean, &var, &inv]);
+        let (mut reads, centred) = stats.centred(&mean);
 
-        fill_map(b, &format!("{label}_mean_init"), &mean, &stat_shape, 0.0);
-        let value = divide_by(TExpr::input("x"), &n);
-        let dst = (mean.as_str(), stat_idx.clone());
-        element_map(
-            b,
-            &format!("{label}_mean"),
-            &params,
-            vec![xi()],
-            dst,
-            Some(Wcr::Sum),
-            value,
-        );
-
-        fill_map(b, &format!("{label}_var_init"), &var, &stat_shape, 0.0);
-        let square = TExpr::binary(BinOp::Mul, centred(), centred());
-        let dst = (var.as_str(), stat_idx.clone());
-        let reads = vec![xi(), mi()];
-        let value = divide_by(square, &n);
-        element_map(
-            b,
-            &format!("{label}_var"),
-            &params,
-            reads,
-            dst,
-            Some(Wcr::Sum),
-            value,
-        );
-
-        let (stat_params, sidx) = params_over("i", &stat_shape);
-        let plus_eps = TExpr::binary(BinOp::Add, TExpr::input("v"), TExpr::Const(at.epsilon));
-        let value = TExpr::unary(UnOp::Recip, TExpr::unary(UnOp::Sqrt, plus_eps));
-        let reads = vec![Read::new("v", &var, sidx.clone())];
-        element_map(
-            b,
-            &format!("{label}_invstd"),
-            &stat_params,
-            reads,
-            (&inv, sidx),
-            None,
-            value,
-        );
-
-        let mut reads = vec![
-            xi(),
-            mi(),
+        reads.extend([
             Read::new("r", &inv, stat_idx.clone()),
             Read::new("g", &scale, source_index(&scale_desc.shape, &idx)),
-        ];
-        let normed = TExpr::binary(BinOp::Mul, centred(), TExpr::input("r"));
+        ]);
+        let normed = TExpr::binary(BinOp::Mul, centred, TExpr::input("r"));
         let mut value = TExpr::binary(BinOp::Mul, normed, TExpr::input("g"));
         if let Some((bname, bdesc)) = &bias {
             reads.push(Read::new("c", bname, source_index(&bdesc.shape, &idx)));
@@ -229,7 +185,7 @@ impl Operator for LayerNormalization {
             &format!("{label}_norm"),
             &params,
             reads,
-            (&y, idx),
+            (&y, idx.clone()),
             None,
             value,
         );

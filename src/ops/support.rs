@@ -4,7 +4,7 @@
 
 use super::{OpError, TensorType};
 use crate::ir::build::{In, Out, ScopeBuilder};
-use crate::ir::{DType, NodeId, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
+use crate::ir::{BinOp, DType, NodeId, Range, Schedule, Subset, SymExpr, TExpr, Tensor, UnOp, Wcr};
 
 /// Input `i` of an `eval` call, which must be present.
 pub fn arg<'a>(op: &str, inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, OpError> {
@@ -183,4 +183,79 @@ pub fn fill_map(b: &mut ScopeBuilder, label: &str, data: &str, shape: &[SymExpr]
         None,
         TExpr::Const(value),
     );
+}
+
+/// The statistics pass of a normalization: per-group mean, variance and `1 / sqrt(var + ε)` of
+/// `x`, where `params` range over `x` and `stat_idx` maps them to the group's statistics element.
+pub struct Moments<'a> {
+    pub x: &'a str,
+    pub x_idx: &'a [SymExpr],
+    pub params: &'a [(String, Range)],
+    pub stat_shape: &'a [SymExpr],
+    pub stat_idx: &'a [SymExpr],
+    /// Elements per group.
+    pub count: &'a SymExpr,
+    pub epsilon: f64,
+}
+
+impl Moments<'_> {
+    /// Reads of `x` and of its group's `mean` (connectors `x`, `m`) and the expression `x − m`.
+    pub fn centred<'m>(&'m self, mean: &'m str) -> (Vec<Read<'m>>, TExpr) {
+        let reads = vec![
+            Read::new("x", self.x, self.x_idx.to_vec()),
+            Read::new("m", mean, self.stat_idx.to_vec()),
+        ];
+        (
+            reads,
+            TExpr::binary(BinOp::Sub, TExpr::input("x"), TExpr::input("m")),
+        )
+    }
+
+    /// Appends the maps writing `[mean, var, invstd]` (containers of `stat_shape`): two
+    /// wcr-sum passes (the variance pass reads the finished mean) and an element-wise map.
+    pub fn append(&self, b: &mut ScopeBuilder, label: &str, [mean, var, inv]: [&str; 3]) {
+        let xi = || Read::new("x", self.x, self.x_idx.to_vec());
+        let (centred_reads, centred) = self.centred(mean);
+        let per_group = |x: TExpr| super::reduce::divide_by(x, self.count);
+
+        fill_map(b, &format!("{label}_mean_init"), mean, self.stat_shape, 0.0);
+        let dst = (mean, self.stat_idx.to_vec());
+        let value = per_group(TExpr::input("x"));
+        element_map(
+            b,
+            &format!("{label}_mean"),
+            self.params,
+            vec![xi()],
+            dst,
+            Some(Wcr::Sum),
+            value,
+        );
+
+        fill_map(b, &format!("{label}_var_init"), var, self.stat_shape, 0.0);
+        let dst = (var, self.stat_idx.to_vec());
+        let value = per_group(TExpr::binary(BinOp::Mul, centred.clone(), centred));
+        element_map(
+            b,
+            &format!("{label}_var"),
+            self.params,
+            centred_reads,
+            dst,
+            Some(Wcr::Sum),
+            value,
+        );
+
+        let (stat_params, sidx) = params_over("i", self.stat_shape);
+        let plus_eps = TExpr::binary(BinOp::Add, TExpr::input("v"), TExpr::Const(self.epsilon));
+        let value = TExpr::unary(UnOp::Recip, TExpr::unary(UnOp::Sqrt, plus_eps));
+        let reads = vec![Read::new("v", var, sidx.clone())];
+        element_map(
+            b,
+            &format!("{label}_invstd"),
+            &stat_params,
+            reads,
+            (inv, sidx),
+            None,
+            value,
+        );
+    }
 }

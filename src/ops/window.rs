@@ -13,7 +13,7 @@ use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor};
 
 /// The `auto_pad` attribute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AutoPad {
+pub(super) enum AutoPad {
     NotSet,
     Valid,
     SameUpper,
@@ -21,7 +21,7 @@ enum AutoPad {
 }
 
 impl AutoPad {
-    fn parse(op: &str, node: &LibraryNode) -> Result<AutoPad, OpError> {
+    pub(super) fn parse(op: &str, node: &LibraryNode) -> Result<AutoPad, OpError> {
         Ok(match node.str("auto_pad").unwrap_or("NOTSET") {
             "NOTSET" => AutoPad::NotSet,
             "VALID" => AutoPad::Valid,
@@ -82,7 +82,7 @@ pub enum Tap {
 
 /// Reads an integer-list attribute of length `len` whose elements are at least `min`, or
 /// returns `default` repeated when it is absent.
-fn int_list(
+pub(super) fn int_list(
     op: &str,
     node: &LibraryNode,
     name: &str,
@@ -382,6 +382,46 @@ pub fn sym_shape(shape: &[usize]) -> Vec<SymExpr> {
 }
 
 /// Concrete integers from a static shape; `what` names the dimensions in the error.
+/// Checks the operands Conv and ConvTranspose share — X as (N, C, spatial…) and W of the same
+/// rank, a positive `group` — and returns `group` with the static channel counts
+/// `[X's C, W's dim 0, W's dim 1]`.
+pub(super) fn conv_operands(
+    op: &str,
+    node: &LibraryNode,
+    x: &[SymExpr],
+    w: &[SymExpr],
+) -> Result<(i64, [i64; 3]), OpError> {
+    if x.len() < 3 {
+        return Err(OpError::shape(
+            op,
+            format!(
+                "input X must have rank at least 3 (N, C, spatial…), got rank {}",
+                x.len()
+            ),
+        ));
+    }
+    if w.len() != x.len() {
+        return Err(OpError::shape(
+            op,
+            format!("weights W have rank {} but X has rank {}", w.len(), x.len()),
+        ));
+    }
+    let group = node.int("group").unwrap_or(1);
+    if group < 1 {
+        return Err(OpError::attr(
+            op,
+            "group",
+            format!("{group} is not positive"),
+        ));
+    }
+    let dims = static_dims(
+        op,
+        "channel counts",
+        &[x[1].clone(), w[0].clone(), w[1].clone()],
+    )?;
+    Ok((group, [dims[0], dims[1], dims[2]]))
+}
+
 pub fn static_dims(op: &str, what: &str, dims: &[SymExpr]) -> Result<Vec<i64>, OpError> {
     dims.iter()
         .map(|d| {

@@ -248,7 +248,7 @@ fn link(g: &Graph, p: NodeIndex, c: NodeIndex) -> Option<(NodeIndex, String)> {
 }
 
 /// How many edges read from and write to access nodes of `data`, program-wide.
-fn uses(g: &Graph, data: &str) -> (usize, usize) {
+pub(super) fn uses(g: &Graph, data: &str) -> (usize, usize) {
     let (mut r, mut w) = (0, 0);
     count_uses(g, data, &mut r, &mut w);
     (r, w)

@@ -9,19 +9,47 @@
 //! Adding a transformation = adding one file with a unit struct implementing [`Transformation`]
 //! and listing it in [`all`].
 
+mod batchnorm_into_conv;
+mod constant_folding;
 pub mod engine;
+mod expand;
+mod local_storage;
+mod map_collapse;
 mod map_expansion;
 mod map_fusion;
 mod map_interchange;
+mod map_support;
 mod map_tiling;
+mod matmul_add_to_gemm;
 mod nest;
+mod opgraph;
+mod pad_into_conv;
 mod parallelize;
+mod register_accumulation;
+mod reshape_elimination;
+mod strip_mining;
+mod transpose_folding;
+mod unroll;
+mod vectorize;
 
+pub use batchnorm_into_conv::BatchNormIntoConv;
+pub use constant_folding::ConstantFolding;
+pub use expand::Expand;
+pub use local_storage::LocalStorage;
+pub use map_collapse::MapCollapse;
 pub use map_expansion::MapExpansion;
 pub use map_fusion::MapFusion;
 pub use map_interchange::MapInterchange;
 pub use map_tiling::MapTiling;
+pub use matmul_add_to_gemm::MatMulAddToGemm;
+pub use pad_into_conv::PadIntoConv;
 pub use parallelize::Parallelize;
+pub use register_accumulation::RegisterAccumulation;
+pub use reshape_elimination::ReshapeElimination;
+pub use strip_mining::StripMining;
+pub use transpose_folding::TransposeFolding;
+pub use unroll::Unroll;
+pub use vectorize::Vectorize;
 
 use crate::ir::{NodeId, Program};
 use serde::{Deserialize, Serialize};
@@ -109,11 +137,24 @@ pub trait Transformation: Sync {
 /// Every built-in transformation, by name.
 pub fn all() -> Vec<&'static dyn Transformation> {
     vec![
+        &BatchNormIntoConv,
+        &ConstantFolding,
+        &Expand,
+        &LocalStorage,
+        &MapCollapse,
         &MapExpansion,
         &MapFusion,
         &MapInterchange,
         &MapTiling,
+        &MatMulAddToGemm,
+        &PadIntoConv,
         &Parallelize,
+        &RegisterAccumulation,
+        &ReshapeElimination,
+        &StripMining,
+        &TransposeFolding,
+        &Unroll,
+        &Vectorize,
     ]
 }
 

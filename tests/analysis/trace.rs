@@ -4,7 +4,7 @@ use dmove::analysis::trace::IrTrace;
 use dmove::analysis::{analyze, AccessSource, Options, Sink};
 use dmove::ir::build::{In, Out};
 use dmove::ir::{
-    BinOp, DType, DataDesc, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr,
+    BinOp, DType, DataDesc, DataKind, Dim, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr,
 };
 
 /// `y[i] = 2·x[i]` for i < 3, then `s[0] += y[i]` (a write with conflict resolution).
@@ -81,19 +81,119 @@ impl Sink for Recorder {
     }
 }
 
-#[test]
-fn streams_in_interpreter_order() {
-    let t = IrTrace::new(&scale_then_sum()).expect("traces");
+/// `Y[i, d] = t[k, 0]` for i, d < 2, with `k = I[i]` and `t` the window `T[rows, d]` of a 6×2
+/// table (rows = start, end, step): an element read at a data-dependent index.
+fn lookup(rows: (i64, i64, i64)) -> Program {
+    let mut p = Program::new("lookup");
+    for (n, dtype, shape, kind) in [
+        ("I", DType::I64, vec![2], DataKind::Input),
+        ("T", DType::F32, vec![6, 2], DataKind::Input),
+        ("Y", DType::F32, vec![2, 2], DataKind::Output),
+    ] {
+        let shape = shape.into_iter().map(SymExpr::Int).collect();
+        p.data.insert(n.into(), DataDesc::new(dtype, shape, kind));
+    }
+    p.inputs = vec!["I".into(), "T".into()];
+    p.outputs = vec!["Y".into()];
+    let s = SymExpr::sym;
+    let window = Subset(vec![
+        Dim::Range(Range {
+            start: rows.0.into(),
+            end: rows.1.into(),
+            step: rows.2.into(),
+        }),
+        Dim::Index(s("d")),
+    ]);
+    p.build(|b| {
+        b.map(
+            "gather",
+            vec![("i", Range::upto(2)), ("d", Range::upto(2))],
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "pick",
+                    vec![
+                        In("k", "I", Subset::element([s("i")])),
+                        In("t", "T", window),
+                    ],
+                    vec![Out(
+                        "y",
+                        "Y",
+                        Subset::element([s("i"), s("d")]),
+                        None,
+                        TExpr::element("t", vec![TExpr::input("k"), TExpr::Const(0.0)]),
+                    )],
+                );
+            },
+        );
+    });
+    p
+}
+
+/// The stream of `t` as `{node}{r|w}{array}{index}` strings, and its FLOPs.
+fn recorded(t: &IrTrace) -> (Vec<String>, u64) {
     let mut rec = Recorder {
         names: t.arrays().iter().map(|a| a.name.clone()).collect(),
         ..Recorder::default()
     };
     t.stream(&mut rec).expect("streams");
-    let short: Vec<String> = rec
+    let short = rec
         .accesses
         .iter()
         .map(|(node, a, i, w)| format!("{node}{}{a}{i}", if *w { "w" } else { "r" }))
         .collect();
+    (short, rec.flops)
+}
+
+#[test]
+fn element_reads_count_one_read_at_the_window_start() {
+    // Window rows 1, 3, 5 of column d: the read is counted at T[1, d] = flat 2 + d, after the
+    // plain read of I[i] and before the write.
+    let (short, flops) = recorded(&IrTrace::new(&lookup((1, 6, 2))).expect("traces"));
+    assert_eq!(
+        short,
+        [
+            "0rI0", "0rT2", "0wY0", "0rI0", "0rT3", "0wY1", // i = 0
+            "0rI1", "0rT2", "0wY2", "0rI1", "0rT3", "0wY3", // i = 1
+        ]
+    );
+    assert_eq!(flops, 0);
+    // An empty window admits no successful read: only the plain reads and the writes remain.
+    let (short, _) = recorded(&IrTrace::new(&lookup((6, 6, 1))).expect("traces"));
+    assert_eq!(
+        short,
+        ["0rI0", "0wY0", "0rI0", "0wY1", "0rI1", "0wY2", "0rI1", "0wY3"]
+    );
+}
+
+#[test]
+fn traces_a_lowered_gather() {
+    use dmove::ops::TensorType;
+    let ty = |dtype, s: &[i64]| {
+        Some(TensorType::new(
+            dtype,
+            s.iter().map(|&d| d.into()).collect(),
+        ))
+    };
+    let p = dmove::check::single_op_program(
+        "Gather",
+        Default::default(),
+        &[ty(DType::F32, &[5, 3]), ty(DType::I64, &[4])],
+        &[],
+    )
+    .expect("program");
+    let r = analyze(&IrTrace::new(&p).expect("lowers"), &Options::default()).expect("analyzes");
+    // One element read of the data per output element, counted at its window's start (row 0 of
+    // column d), and one read of the index.
+    let data = r.arrays.iter().find(|a| a.name == "x0").expect("x0");
+    let idx = r.arrays.iter().find(|a| a.name == "x1").expect("x1");
+    assert_eq!((data.stats.accesses, data.stats.first_accesses), (12, 3));
+    assert_eq!((idx.stats.accesses, idx.stats.first_accesses), (12, 4));
+}
+
+#[test]
+fn streams_in_interpreter_order() {
+    let (short, flops) = recorded(&IrTrace::new(&scale_then_sum()).expect("traces"));
     assert_eq!(
         short,
         [
@@ -102,7 +202,7 @@ fn streams_in_interpreter_order() {
         ]
     );
     // One multiplication per `mul`, one combination per wcr write.
-    assert_eq!(rec.flops, 6);
+    assert_eq!(flops, 6);
 }
 
 #[test]

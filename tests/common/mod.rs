@@ -3,7 +3,7 @@
 
 use dmove::ir::build::{In, Out};
 use dmove::ir::{
-    BinOp, DType, DataDesc, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, UnOp, Wcr,
+    BinOp, DType, DataDesc, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, UnOp,
 };
 
 fn s(name: &str) -> SymExpr {
@@ -24,56 +24,7 @@ pub fn declare(p: &mut Program, name: &str, shape: &[i64], kind: DataKind) {
 
 /// `C = A·B` for A: m×k, B: k×n as an init map and a wcr-sum accumulation map over (i, j, k).
 pub fn matmul(m: i64, k: i64, n: i64) -> Program {
-    let mut p = Program::new("matmul");
-    declare(&mut p, "A", &[m, k], DataKind::Input);
-    declare(&mut p, "B", &[k, n], DataKind::Input);
-    declare(&mut p, "C", &[m, n], DataKind::Output);
-    p.build(|b| {
-        b.map(
-            "init",
-            vec![("i", Range::upto(m)), ("j", Range::upto(n))],
-            Schedule::Sequential,
-            |b| {
-                b.tasklet(
-                    "zero",
-                    vec![],
-                    vec![Out(
-                        "c",
-                        "C",
-                        Subset::element([s("i"), s("j")]),
-                        None,
-                        TExpr::Const(0.0),
-                    )],
-                );
-            },
-        );
-        b.map(
-            "acc",
-            vec![
-                ("i", Range::upto(m)),
-                ("j", Range::upto(n)),
-                ("k", Range::upto(k)),
-            ],
-            Schedule::Sequential,
-            |b| {
-                b.tasklet(
-                    "fma",
-                    vec![
-                        In("a", "A", Subset::element([s("i"), s("k")])),
-                        In("b", "B", Subset::element([s("k"), s("j")])),
-                    ],
-                    vec![Out(
-                        "c",
-                        "C",
-                        Subset::element([s("i"), s("j")]),
-                        Some(Wcr::Sum),
-                        TExpr::binary(BinOp::Mul, TExpr::input("a"), TExpr::input("b")),
-                    )],
-                );
-            },
-        );
-    });
-    p
+    dmove::check::fixtures::matmul(m.into(), k.into(), n.into(), Schedule::Sequential)
 }
 
 /// `Y = tanh(X * 2) + X` over an r×c array, as three element-wise maps through transients.

@@ -257,6 +257,7 @@ fn tnode(pair: Pair<Rule>, depth: usize) -> Result<Tall<TExpr>, Fault> {
             })
         }
         Rule::t_call => tcall(pair, depth),
+        Rule::t_elem => telem(pair, depth),
         // t_or … t_mul: a left-associative chain of one precedence level.
         _ => {
             let mut it = pair.clone().into_inner();
@@ -347,6 +348,19 @@ fn tcall(pair: Pair<Rule>, depth: usize) -> Result<Tall<TExpr>, Fault> {
             fname.as_span(),
             &known,
         )
+    })
+}
+
+/// `conn[e0, e1, …]`: an element read at computed indices.
+fn telem(pair: Pair<Rule>, depth: usize) -> Result<Tall<TExpr>, Fault> {
+    let depth = descend(depth, &pair)?;
+    let mut it = pair.clone().into_inner();
+    let conn = child(&mut it, &pair)?.as_str().to_string();
+    let idx = it.map(|a| tnode(a, depth)).collect::<Result<Vec<_>, _>>()?;
+    let h = height(&idx.iter().map(|a| a.h).collect::<Vec<_>>(), &pair)?;
+    Ok(Tall {
+        v: TExpr::Element(conn, idx.into_iter().map(|a| a.v).collect()),
+        h,
     })
 }
 
@@ -450,12 +464,47 @@ mod tests {
     }
 
     #[test]
+    fn element_reads_parse_back_to_the_same_tree() {
+        let a = || TExpr::input("a");
+        for e in [
+            TExpr::element("t", vec![a(), TExpr::Index(SymExpr::sym("d") + 1)]),
+            TExpr::unary(
+                UnOp::Neg,
+                TExpr::element(
+                    "t",
+                    vec![TExpr::binary(BinOp::Add, a(), TExpr::element("u", vec![]))],
+                ),
+            ),
+            TExpr::binary(
+                BinOp::Mul,
+                TExpr::element("t", vec![TExpr::Const(2.0)]),
+                TExpr::select(a(), TExpr::element("t", vec![a()]), a()),
+            ),
+        ] {
+            t_round_trip(&e);
+            assert_eq!(e.to_string().parse::<TExpr>().ok(), Some(e));
+        }
+        assert_eq!(
+            "t[a, idx(d)] * 2.0".parse::<TExpr>().ok(),
+            Some(TExpr::binary(
+                BinOp::Mul,
+                TExpr::element("t", vec![a(), TExpr::Index(SymExpr::sym("d"))]),
+                TExpr::Const(2.0)
+            ))
+        );
+    }
+
+    #[test]
     fn unknown_functions_and_deep_nesting_are_errors() {
         let e = "a + frob(b)".parse::<TExpr>().unwrap_err();
         assert_eq!(e.byte_range(), 4..8);
         assert!(matches!(e.kind, ErrorKind::Unknown { .. }));
         let e = "exp(a, b)".parse::<TExpr>().unwrap_err();
         assert_eq!(e.byte_range(), 0..3);
+        assert!("t[a, ]".parse::<TExpr>().is_err());
+        assert!("t[a".parse::<TExpr>().is_err());
+        let nested = format!("{}a{}", "t[".repeat(5000), "]".repeat(5000));
+        assert!(nested.parse::<TExpr>().is_err());
         let deep = format!("{}x{}", "(".repeat(5000), ")".repeat(5000));
         assert!(deep.parse::<SymExpr>().is_err());
         let chain = vec!["x"; 5000].join(" / ");

@@ -1,0 +1,268 @@
+//! Type conversion and boolean logic: Cast, Where, Not, And, Or.
+//!
+//! All are pointwise (Where, And and Or with multidirectional broadcasting), so each expansion is
+//! one map over the output whose tasklet is a copy, a `select` or a logical operator. Cast relies
+//! on the tasklet's typed compute: the value is loaded, carried in the compute type and converted
+//! by the store (truncation toward zero into integers, non-zero test into booleans), which is
+//! exactly ONNX's (C's) conversion for the types supported here.
+
+use super::broadcast::{broadcast_concrete, broadcast_shapes, source_index, source_offsets};
+use super::support::{arg, element_map, input_type, params_over, same_dtype, Read};
+use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
+
+pub static OPS: &[&dyn Operator] = &[&Cast, &Where, &NOT, &AND, &OR];
+
+/// The IR type of an ONNX `TensorProto.DataType` code, for the types dmove computes with.
+pub fn dtype_of_onnx(code: i64) -> Option<DType> {
+    match code {
+        1 => Some(DType::F32),
+        6 => Some(DType::I32),
+        7 => Some(DType::I64),
+        9 => Some(DType::Bool),
+        11 => Some(DType::F64),
+        _ => None,
+    }
+}
+
+/// Requires a boolean input (ONNX type constraint `T: tensor(bool)`).
+fn require_bool(op: &str, t: &TensorType, i: usize) -> Result<(), OpError> {
+    if t.dtype == DType::Bool {
+        Ok(())
+    } else {
+        Err(OpError::shape(
+            op,
+            format!("input {i} must be bool, got {}", t.dtype),
+        ))
+    }
+}
+
+/// One pointwise map over output 0 reading every input with broadcasting through connectors
+/// `a0, a1, …` and writing `value` (over those connectors).
+fn expand_pointwise(ctx: &mut ExpandCtx, value: TExpr) -> Result<(), OpError> {
+    let (y, y_desc) = ctx.output(0)?.clone();
+    let (params, idx) = params_over("i", &y_desc.shape);
+    let operands = (0..ctx.inputs.len())
+        .map(|i| ctx.input(i).cloned())
+        .collect::<Result<Vec<_>, _>>()?;
+    let conns: Vec<String> = (0..operands.len()).map(|i| format!("a{i}")).collect();
+    let reads = operands
+        .iter()
+        .zip(&conns)
+        .map(|((name, desc), conn)| Read::new(conn, name, source_index(&desc.shape, &idx)))
+        .collect();
+    element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, value);
+    Ok(())
+}
+
+/// Broadcasting `eval`: `f` applied to the inputs' elements at every output position.
+fn eval_pointwise(
+    op: &str,
+    inputs: &[Option<&Tensor>],
+    dtype: DType,
+    f: impl Fn(&[f64]) -> f64,
+) -> Result<Tensor, OpError> {
+    let args = (0..inputs.len())
+        .map(|i| arg(op, inputs, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shapes: Vec<&[usize]> = args.iter().map(|t| t.shape.as_slice()).collect();
+    let shape = broadcast_concrete(op, &shapes)?;
+    let sources: Vec<Vec<usize>> = args
+        .iter()
+        .map(|t| source_offsets(&t.shape, &shape))
+        .collect();
+    let total: usize = shape.iter().product();
+    let values: Vec<f64> = (0..total)
+        .map(|e| {
+            let xs: Vec<f64> = args
+                .iter()
+                .zip(&sources)
+                .map(|(t, s)| t.get_f64(s[e]))
+                .collect();
+            f(&xs)
+        })
+        .collect();
+    Ok(Tensor::from_f64(dtype, shape, &values))
+}
+
+/// `Cast(x)` to the ONNX type code `to`.
+pub struct Cast;
+
+impl Cast {
+    fn target(node: &LibraryNode) -> Result<DType, OpError> {
+        let code = node
+            .int("to")
+            .ok_or_else(|| OpError::attr("Cast", "to", "is required"))?;
+        dtype_of_onnx(code).ok_or_else(|| {
+            OpError::attr(
+                "Cast",
+                "to",
+                format!("type code {code} is not supported (1 float, 6 int32, 7 int64, 9 bool, 11 double)"),
+            )
+        })
+    }
+}
+
+impl Operator for Cast {
+    fn name(&self) -> &'static str {
+        "Cast"
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        (1, 1)
+    }
+
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        _consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        check_arity(self, inputs.len())?;
+        let x = input_type("Cast", inputs, 0)?;
+        Ok(vec![TensorType::new(Self::target(node)?, x.shape.clone())])
+    }
+
+    fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        let x = arg("Cast", inputs, 0)?;
+        let to = Self::target(node)?;
+        let mut y = Tensor::zeros(to, x.shape.clone());
+        for i in 0..x.len() {
+            let v = x.get_f64(i);
+            let converted = match to {
+                DType::I64 | DType::I32 => v.trunc(),
+                DType::Bool => f64::from(u8::from(v != 0.0)),
+                DType::F32 | DType::F64 => v,
+            };
+            y.set_f64(i, converted);
+        }
+        Ok(vec![y])
+    }
+
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        expand_pointwise(ctx, TExpr::input("a0"))
+    }
+
+    fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], _: &[TensorType]) -> u64 {
+        0
+    }
+}
+
+/// `Where(condition, x, y)`: `x` where the condition holds, else `y`, with broadcasting.
+pub struct Where;
+
+impl Operator for Where {
+    fn name(&self) -> &'static str {
+        "Where"
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        (3, 3)
+    }
+
+    fn infer(
+        &self,
+        _node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        _consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        check_arity(self, inputs.len())?;
+        let c = input_type("Where", inputs, 0)?;
+        let x = input_type("Where", inputs, 1)?;
+        let y = input_type("Where", inputs, 2)?;
+        require_bool("Where", c, 0)?;
+        same_dtype("Where", x, y, 2)?;
+        let shape = broadcast_shapes("Where", &[&c.shape, &x.shape, &y.shape])?;
+        Ok(vec![TensorType::new(x.dtype, shape)])
+    }
+
+    fn eval(&self, _: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        let dtype = arg("Where", inputs, 1)?.dtype();
+        let y = eval_pointwise("Where", inputs, dtype, |v| {
+            if v[0] != 0.0 {
+                v[1]
+            } else {
+                v[2]
+            }
+        })?;
+        Ok(vec![y])
+    }
+
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        let value = TExpr::select(TExpr::input("a0"), TExpr::input("a1"), TExpr::input("a2"));
+        expand_pointwise(ctx, value)
+    }
+
+    fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], _: &[TensorType]) -> u64 {
+        0
+    }
+}
+
+/// A boolean operator on one or two (broadcast) boolean inputs.
+pub struct Logical {
+    name: &'static str,
+    arity: usize,
+    /// Reference semantics on truth values.
+    f: fn(bool, bool) -> bool,
+    /// The tasklet over connectors `a0` (and `a1`).
+    value: fn() -> TExpr,
+}
+
+static NOT: Logical = Logical {
+    name: "Not",
+    arity: 1,
+    f: |a, _| !a,
+    value: || TExpr::unary(UnOp::Not, TExpr::input("a0")),
+};
+static AND: Logical = Logical {
+    name: "And",
+    arity: 2,
+    f: |a, b| a && b,
+    value: || TExpr::binary(BinOp::And, TExpr::input("a0"), TExpr::input("a1")),
+};
+static OR: Logical = Logical {
+    name: "Or",
+    arity: 2,
+    f: |a, b| a || b,
+    value: || TExpr::binary(BinOp::Or, TExpr::input("a0"), TExpr::input("a1")),
+};
+
+impl Operator for Logical {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        (self.arity, self.arity)
+    }
+
+    fn infer(
+        &self,
+        _node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        _consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        check_arity(self, inputs.len())?;
+        let mut shapes: Vec<&[SymExpr]> = Vec::new();
+        for i in 0..inputs.len() {
+            let t = input_type(self.name, inputs, i)?;
+            require_bool(self.name, t, i)?;
+            shapes.push(&t.shape);
+        }
+        let shape = broadcast_shapes(self.name, &shapes)?;
+        Ok(vec![TensorType::new(DType::Bool, shape)])
+    }
+
+    fn eval(&self, _: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        check_arity(self, inputs.len())?;
+        let y = eval_pointwise(self.name, inputs, DType::Bool, |v| {
+            let b = v.get(1).is_some_and(|x| *x != 0.0);
+            f64::from(u8::from((self.f)(v[0] != 0.0, b)))
+        })?;
+        Ok(vec![y])
+    }
+
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        expand_pointwise(ctx, (self.value)())
+    }
+}

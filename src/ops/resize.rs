@@ -1,0 +1,481 @@
+//! Resize: nearest-neighbour and (multi)linear resampling with static output sizes.
+//!
+//! Forms: opset 10 (`X, scales`; asymmetric coordinates, nearest rounds down, as ONNX's version
+//! converter states) and opset 11+ (`X, roi, scales, sizes` with `coordinate_transformation_mode`
+//! `half_pixel`, `pytorch_half_pixel`, `asymmetric` or `align_corners`, and `nearest_mode`),
+//! with the opset-18 `axes` attribute. `scales` and `sizes` must be constants. Not supported
+//! (a clear error): `cubic`, `tf_crop_and_resize`, `half_pixel_symmetric`, `antialias` and
+//! `keep_aspect_ratio_policy` other than `stretch`.
+//!
+//! Expansion: one map over the output. Nearest reads `X` at an index computed from the output
+//! index by floor divisions of the exact coordinate fraction (see [`axis`]); the index is checked
+//! against the reference's `f64` rounding at every output position, and where float rounding
+//! makes them differ the index becomes an exact sum of steps `min(1, max(0, o − t + 1))`.
+//! Linear reads the `2ᵏ` corners around the coordinate (k = resized axes) at clamped floor /
+//! floor + 1 and blends them with weights `((p·o + q) mod d) / d` computed in the tasklet.
+
+mod axis;
+
+use super::expand::elementwise_index;
+use super::movement::{concrete, gather, resolve_axes, to_usize, type_of, Param};
+use super::support::{arg, element_map, input_type, offset, Read};
+use super::window::multi_indices;
+use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::{BinOp, LibraryNode, SymEnv, SymExpr, TExpr, Tensor};
+use axis::{Axis, CoordMode, Rounding, Scale};
+
+pub static OPS: &[&dyn Operator] = &[&Resize];
+
+const OP: &str = "Resize";
+
+/// What the output samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    Nearest(Rounding),
+    Linear,
+}
+
+/// The resolved operator: method and, per dimension, its geometry (`None`: left unchanged).
+struct Plan {
+    method: Method,
+    axes: Vec<Option<Axis>>,
+}
+
+fn unsupported(what: &str) -> OpError {
+    OpError::unsupported(OP, format!("{what} is not supported"))
+}
+
+/// A string attribute mapped through `options`, with `default` when absent.
+fn choice<T: Copy>(
+    node: &LibraryNode,
+    attr: &str,
+    default: &str,
+    options: &[(&str, Option<T>)],
+) -> Result<T, OpError> {
+    let v = node.str(attr).unwrap_or(default);
+    match options.iter().find(|(name, _)| *name == v) {
+        Some((_, Some(t))) => Ok(*t),
+        Some((_, None)) => Err(unsupported(&format!("{attr} `{v}`"))),
+        None => Err(OpError::attr(OP, attr, format!("unknown value `{v}`"))),
+    }
+}
+
+impl Plan {
+    /// `count` is the number of inputs: two means the opset-10 form `X, scales`.
+    fn new<'a>(
+        node: &LibraryNode,
+        shape: &[SymExpr],
+        count: usize,
+        param: &dyn Fn(usize) -> Param<'a>,
+    ) -> Result<Plan, OpError> {
+        let legacy = count == 2;
+        let rounding = match legacy {
+            true => Rounding::Floor,
+            false => choice(
+                node,
+                "nearest_mode",
+                "round_prefer_floor",
+                &[
+                    ("round_prefer_floor", Some(Rounding::RoundPreferFloor)),
+                    ("round_prefer_ceil", Some(Rounding::RoundPreferCeil)),
+                    ("floor", Some(Rounding::Floor)),
+                    ("ceil", Some(Rounding::Ceil)),
+                ],
+            )?,
+        };
+        let method = choice(
+            node,
+            "mode",
+            "nearest",
+            &[
+                ("nearest", Some(Method::Nearest(rounding))),
+                ("linear", Some(Method::Linear)),
+                ("cubic", None),
+            ],
+        )?;
+        let mode = match legacy {
+            true => CoordMode::Asymmetric,
+            false => choice(
+                node,
+                "coordinate_transformation_mode",
+                "half_pixel",
+                &[
+                    ("half_pixel", Some(CoordMode::HalfPixel)),
+                    ("pytorch_half_pixel", Some(CoordMode::PytorchHalfPixel)),
+                    ("asymmetric", Some(CoordMode::Asymmetric)),
+                    ("align_corners", Some(CoordMode::AlignCorners)),
+                    ("tf_crop_and_resize", None),
+                    ("half_pixel_symmetric", None),
+                ],
+            )?,
+        };
+        if method == Method::Linear && node.int("antialias").unwrap_or(0) != 0 {
+            return Err(unsupported("antialias"));
+        }
+        if node
+            .str("keep_aspect_ratio_policy")
+            .is_some_and(|p| p != "stretch")
+        {
+            return Err(unsupported("keep_aspect_ratio_policy other than `stretch`"));
+        }
+        let present = |i: usize, what: &str| -> Result<Option<&'a Tensor>, OpError> {
+            Ok(param(i).value(OP, what)?.filter(|t| !t.is_empty()))
+        };
+        let (scales, sizes) = match legacy {
+            true => (present(1, "scales")?, None),
+            false => (present(2, "scales")?, present(3, "sizes")?),
+        };
+        let axes = match node.ints("axes") {
+            Some(a) => resolve_axes(OP, a, shape.len())?,
+            None => (0..shape.len()).collect(),
+        };
+        let (what, len) = match (scales, sizes) {
+            (Some(s), None) => ("scales", s.len()),
+            (None, Some(s)) => ("sizes", s.len()),
+            (Some(_), Some(_)) => {
+                return Err(OpError::shape(OP, "give `scales` or `sizes`, not both"))
+            }
+            (None, None) => return Err(OpError::shape(OP, "needs `scales` or `sizes`")),
+        };
+        if len != axes.len() {
+            return Err(OpError::shape(
+                OP,
+                format!("`{what}` has {len} entries for {} axes", axes.len()),
+            ));
+        }
+        let mut out = vec![None; shape.len()];
+        for (k, &d) in axes.iter().enumerate() {
+            let static_extent = || {
+                shape[d].as_int().ok_or_else(|| {
+                    OpError::unsupported(
+                        OP,
+                        format!("dimension {d} has the symbolic extent {}", shape[d]),
+                    )
+                })
+            };
+            let (input, output, scale) = if let Some(s) = scales {
+                let v = s.get_f64(k);
+                if v.is_nan() || v <= 0.0 {
+                    return Err(OpError::shape(
+                        OP,
+                        format!("scale {v} of dimension {d} is not positive"),
+                    ));
+                }
+                if v == 1.0 {
+                    continue;
+                }
+                let n = static_extent()?;
+                let scale =
+                    Scale::float(v).ok_or_else(|| unsupported(&format!("the scale {v}")))?;
+                (n, (n as f64 * v).floor() as i64, scale)
+            } else {
+                let size = sizes.map_or(0, |s| s.to_i64_vec()[k]);
+                let n = static_extent()?;
+                if size < 0 || n == 0 {
+                    return Err(OpError::shape(
+                        OP,
+                        format!("cannot resize dimension {d} from {n} to {size}"),
+                    ));
+                }
+                if size == n {
+                    continue;
+                }
+                (n, size, Scale::ratio(size, n))
+            };
+            out[d] = Some(Axis {
+                input,
+                output,
+                scale,
+                mode,
+            });
+        }
+        Ok(Plan { method, axes: out })
+    }
+
+    fn out_type(&self, x: &TensorType) -> TensorType {
+        let shape = x
+            .shape
+            .iter()
+            .zip(&self.axes)
+            .map(|(d, a)| a.map_or_else(|| d.clone(), |a| SymExpr::Int(a.output)))
+            .collect();
+        TensorType::new(x.dtype, shape)
+    }
+}
+
+/// `Y = resize(X)`.
+pub struct Resize;
+
+impl Operator for Resize {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        (2, 4)
+    }
+
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        check_arity(self, inputs.len())?;
+        let x = input_type(OP, inputs, 0)?;
+        let plan = Plan::new(node, &x.shape, inputs.len(), &|i| {
+            Param::of_infer(inputs, consts, i)
+        })?;
+        Ok(vec![plan.out_type(x)])
+    }
+
+    fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(OP, inputs, 0)?;
+        let xt = type_of(x);
+        let plan = Plan::new(node, &xt.shape, inputs.len(), &|i| {
+            Param::of_eval(inputs, i)
+        })?;
+        let shape = concrete(OP, &plan.out_type(&xt))?;
+        let strides = x.strides();
+        let y = match plan.method {
+            Method::Nearest(rounding) => {
+                let tables: Vec<Option<Vec<usize>>> = plan
+                    .axes
+                    .iter()
+                    .map(|a| {
+                        a.map(|a| {
+                            (0..a.output)
+                                .map(|o| to_usize(a.nearest(o, rounding)))
+                                .collect()
+                        })
+                    })
+                    .collect();
+                gather(x, &shape, 0.0, |idx| {
+                    let src: Vec<usize> = idx
+                        .iter()
+                        .zip(&tables)
+                        .map(|(&o, t)| t.as_ref().map_or(o, |t| t[o]))
+                        .collect();
+                    Some(offset(&src, &strides))
+                })
+            }
+            Method::Linear => linear_eval(x, &plan.axes, &shape),
+        };
+        Ok(vec![y])
+    }
+
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        let (x, x_desc) = ctx.input(0)?.clone();
+        let (y, y_desc) = ctx.output(0)?.clone();
+        let plan = Plan::new(ctx.node, &x_desc.shape, ctx.inputs.len(), &|i| {
+            Param::of_expand(ctx, i)
+        })?;
+        let (params, idx) = elementwise_index(&y_desc.shape);
+        let (reads, value) = match plan.method {
+            Method::Nearest(rounding) => {
+                let src = idx
+                    .iter()
+                    .zip(&params)
+                    .zip(&plan.axes)
+                    .map(|((i, (name, _)), a)| match a {
+                        Some(a) => nearest_index(a, rounding, name, i),
+                        None => i.clone(),
+                    })
+                    .collect();
+                (vec![(String::from("x"), src)], TExpr::input("x"))
+            }
+            Method::Linear => linear_corners(&plan.axes, &idx)?,
+        };
+        let reads = reads
+            .iter()
+            .map(|(conn, src)| Read::new(conn, &x, src.clone()))
+            .collect();
+        element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, value);
+        Ok(())
+    }
+
+    /// Nearest only moves data; linear weighs and adds `2ᵏ` corners per output element, `k`
+    /// being the number of resized dimensions.
+    fn flops(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        outputs: &[TensorType],
+    ) -> u64 {
+        let (Some(Some(x)), Some(y)) = (inputs.first(), outputs.first()) else {
+            return 0;
+        };
+        if node.str("mode") != Some("linear") {
+            return 0;
+        }
+        let resized = x.shape.iter().zip(&y.shape).filter(|(a, b)| a != b).count();
+        let elements = y.static_shape().map_or(0, |s| s.iter().product::<usize>()) as u64;
+        elements.saturating_mul(2u64.saturating_pow(u32::try_from(resized + 1).unwrap_or(u32::MAX)))
+    }
+}
+
+/// Multilinear interpolation, straight from the per-axis neighbours and weights.
+fn linear_eval(x: &Tensor, axes: &[Option<Axis>], shape: &[usize]) -> Tensor {
+    let strides = x.strides();
+    let blended: Vec<usize> = (0..axes.len()).filter(|&d| axes[d].is_some()).collect();
+    let mut y = Tensor::zeros(x.dtype(), shape.to_vec());
+    for (e, idx) in multi_indices(shape).enumerate() {
+        let taps: Vec<(i64, i64, f64)> = blended
+            .iter()
+            .map(|&d| axes[d].map_or((0, 0, 0.0), |a| a.linear(idx[d] as i64)))
+            .collect();
+        let mut sum = 0.0;
+        for corner in 0..1usize << blended.len() {
+            let mut src = idx.clone();
+            let mut weight = 1.0;
+            for (k, &(lo, hi, w)) in taps.iter().enumerate() {
+                let upper = corner >> k & 1 == 1;
+                src[blended[k]] = to_usize(if upper { hi } else { lo });
+                weight *= if upper { w } else { 1.0 - w };
+            }
+            sum += weight * x.get_f64(offset(&src, &strides));
+        }
+        y.set_f64(e, sum);
+    }
+    y
+}
+
+/// `max(0, min(n − 1, e))`.
+fn clamped(e: SymExpr, n: i64) -> SymExpr {
+    e.min(SymExpr::Int(n - 1)).max(SymExpr::Int(0))
+}
+
+/// The input index `nearest` reads along `axis` for the map parameter `o` (named `name`): the
+/// closed form when it rounds exactly like the reference at every position, else a sum of
+/// steps that reproduces the reference's table.
+fn nearest_index(axis: &Axis, rounding: Rounding, name: &str, o: &SymExpr) -> SymExpr {
+    let table: Vec<i64> = (0..axis.output)
+        .map(|p| axis.nearest(p, rounding))
+        .collect();
+    let at = |e: &SymExpr, p: i64| e.eval(&SymEnv::from([(name.to_string(), p)])).ok();
+    if let Some(affine) = axis.exact() {
+        let e = clamped(affine.rounded(o, rounding), axis.input);
+        if (0..axis.output).all(|p| at(&e, p) == Some(table[to_usize(p)])) {
+            return e;
+        }
+    }
+    let mut e = SymExpr::Int(table.first().copied().unwrap_or(0));
+    for (p, w) in table.windows(2).enumerate() {
+        if w[1] != w[0] {
+            let t = p as i64 + 1;
+            let step = (o - (t - 1)).max(SymExpr::Int(0)).min(SymExpr::Int(1));
+            e = e + step * (w[1] - w[0]);
+        }
+    }
+    e
+}
+
+/// Tasklet reads of `X`: connector and index.
+type Reads = Vec<(String, Vec<SymExpr>)>;
+
+/// Tasklet reads and value of multilinear interpolation over the resized
+/// axes, for the output index `idx`.
+fn linear_corners(axes: &[Option<Axis>], idx: &[SymExpr]) -> Result<(Reads, TExpr), OpError> {
+    // Per blended axis: the two indices and the weight of the upper one.
+    let mut taps: Vec<(usize, SymExpr, SymExpr, TExpr)> = Vec::new();
+    let mut base = idx.to_vec();
+    for (d, a) in axes.iter().enumerate() {
+        let Some(a) = a else { continue };
+        let affine = a.exact().ok_or_else(|| {
+            unsupported(&format!(
+                "the scale {} of dimension {d} (too fine a fraction)",
+                a.scale.value
+            ))
+        })?;
+        let (floor, num) = affine.split(&idx[d]);
+        if affine.d == 1 {
+            base[d] = clamped(floor, a.input);
+            continue;
+        }
+        let weight = TExpr::binary(BinOp::Div, TExpr::Index(num), TExpr::Const(affine.d as f64));
+        let hi = clamped(&floor + 1, a.input);
+        taps.push((d, clamped(floor, a.input), hi, weight));
+    }
+    let mut reads = Vec::new();
+    let mut value: Option<TExpr> = None;
+    for corner in 0..1usize << taps.len() {
+        let conn = format!("x{corner}");
+        let mut src = base.clone();
+        let mut term = TExpr::input(&conn);
+        for (k, (d, lo, hi, w)) in taps.iter().enumerate() {
+            let upper = corner >> k & 1 == 1;
+            src[*d] = if upper { hi.clone() } else { lo.clone() };
+            let w = match upper {
+                true => w.clone(),
+                false => TExpr::binary(BinOp::Sub, TExpr::Const(1.0), w.clone()),
+            };
+            term = TExpr::binary(BinOp::Mul, w, term);
+        }
+        value = Some(match value {
+            None => term,
+            Some(acc) => TExpr::binary(BinOp::Add, acc, term),
+        });
+        reads.push((conn, src));
+    }
+    Ok((reads, value.unwrap_or_else(|| TExpr::input("x0"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axis::CoordMode;
+
+    /// The expansion's index reproduces the reference's rounding at every position, through
+    /// the closed form or, where float rounding differs from exact arithmetic, the step sum.
+    #[test]
+    fn nearest_index_reproduces_the_reference_table() {
+        let modes = [
+            CoordMode::HalfPixel,
+            CoordMode::PytorchHalfPixel,
+            CoordMode::Asymmetric,
+            CoordMode::AlignCorners,
+        ];
+        let roundings = [
+            Rounding::RoundPreferFloor,
+            Rounding::RoundPreferCeil,
+            Rounding::Floor,
+            Rounding::Ceil,
+        ];
+        let o = SymExpr::sym("o");
+        let mut fallbacks = 0;
+        for input in 1..=8 {
+            for output in 1..=17 {
+                let scales = [
+                    Scale::ratio(output, input),
+                    Scale::float(f64::from(output as f32 / input as f32)).expect("finite"),
+                ];
+                for (scale, mode, rounding) in scales.iter().flat_map(|&s| {
+                    modes
+                        .iter()
+                        .flat_map(move |&m| roundings.map(|r| (s, m, r)))
+                }) {
+                    let axis = Axis {
+                        input,
+                        output,
+                        scale,
+                        mode,
+                    };
+                    let e = nearest_index(&axis, rounding, "o", &o);
+                    let closed = axis
+                        .exact()
+                        .map(|a| clamped(a.rounded(&o, rounding), input));
+                    fallbacks += usize::from(closed.as_ref() != Some(&e));
+                    for p in 0..output {
+                        let got = e.eval(&SymEnv::from([("o".to_string(), p)]));
+                        assert_eq!(
+                            got,
+                            Ok(axis.nearest(p, rounding)),
+                            "{axis:?} {rounding:?} at {p}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(fallbacks > 0, "the sweep no longer exercises the step sum");
+    }
+}

@@ -1,0 +1,254 @@
+//! RegisterAccumulation: accumulate a reduction in a register and write the result once.
+//!
+//! ```text
+//! before:  map [i = 0:M, j = 0:N, k = 0:K] { C[i, j] (+)= A[i, k] * B[k, j] }
+//! after:   map [i = 0:M, j = 0:N] {                  // keeps the id and schedule
+//!            acc = 0                                 // acc: register f32[], the wcr's identity
+//!            map [k = 0:K] { acc (+)= A[i, k] * B[k, j] }
+//!            C[i, j] (+)= acc                        // one resolved write per element
+//!          }
+//! ```
+//! The parameters that index the resolved write stay outside; the ones it does not mention are
+//! the reduction and move to an inner sequential map. Each output element then costs one memory
+//! update instead of K, and when the outer map is parallel the threads no longer need atomics.
+//! The write keeps its resolution, so whatever the container held before (a zero or a bias) is
+//! still combined with the sum. Only the floating-point order of the sum changes.
+
+use super::map_support::{first_nested_map, tasklet_accesses};
+use super::{expect_map, refuse, Level, NotApplicable, Params, Transformation};
+use crate::ir::{
+    DataDesc, DataKind, Graph, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Program,
+    Schedule, Storage, Subset, TExpr, Tasklet, Wcr,
+};
+
+pub struct RegisterAccumulation;
+
+/// What the rewrite needs to know about the reduction.
+struct Reduction {
+    data: String,
+    subset: Subset,
+    wcr: Wcr,
+    kept: Vec<MapParam>,
+    reduced: Vec<MapParam>,
+}
+
+impl Transformation for RegisterAccumulation {
+    fn name(&self) -> &'static str {
+        "RegisterAccumulation"
+    }
+
+    fn level(&self) -> Level {
+        Level::IntraOperator
+    }
+
+    fn doc(&self) -> &'static str {
+        "sum a reduction into a register initialised to the identity and write each result once"
+    }
+
+    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
+        super::all_maps(p).into_iter().map(|id| vec![id]).collect()
+    }
+
+    fn check(&self, p: &Program, site: &[NodeId], _params: &Params) -> Result<(), NotApplicable> {
+        let id = site[0];
+        reduction(p, expect_map(self, p, id)?)
+            .map(|_| ())
+            .map_err(|r| refuse(self, id, r))
+    }
+
+    fn apply(
+        &self,
+        p: &mut Program,
+        site: &[NodeId],
+        _params: &Params,
+    ) -> Result<Vec<NodeId>, NotApplicable> {
+        let id = site[0];
+        let red = reduction(p, expect_map(self, p, id)?).map_err(|r| refuse(self, id, r))?;
+        let acc = p.fresh_data_name(&format!("{}_acc", red.data));
+        let mut desc = DataDesc::new(p.data[&red.data].dtype, Vec::new(), DataKind::Transient);
+        desc.storage = Storage::Register;
+        p.data.insert(acc.clone(), desc);
+
+        let mut edit = p.edit(id).ok_or_else(|| refuse(self, id, "no such node"))?;
+        let label = edit.graph.node(edit.idx).label.clone();
+        let NodeKind::Map(outer) = &mut edit.graph.node_mut(edit.idx).kind else {
+            return Err(refuse(self, id, "not a map"));
+        };
+        let mut body = std::mem::take(&mut outer.body);
+        outer.params = red.kept.clone();
+        redirect(&mut body, &red.data, &acc);
+        let inner = MapNode {
+            params: red.reduced.clone(),
+            schedule: Schedule::Sequential,
+            body,
+        };
+        let mut ids = || edit.fresh_id();
+        let inner_id = ids();
+        let new_body = staged_body(&label, &red, &acc, inner_id, inner, &mut ids);
+        if let NodeKind::Map(outer) = &mut edit.graph.node_mut(edit.idx).kind {
+            outer.body = new_body;
+        }
+        // The inner map reads the body's other inputs through access nodes created here.
+        let mut inner_edit = p
+            .edit(inner_id)
+            .ok_or_else(|| refuse(self, id, "the new inner map vanished"))?;
+        let idx = inner_edit.idx;
+        inner_edit.refresh_boundary(idx);
+        Ok(vec![id, inner_id])
+    }
+}
+
+/// Checks the map is an innermost map with one resolved write that some parameters do not index.
+fn reduction(p: &Program, map: &MapNode) -> Result<Reduction, String> {
+    if let Some(inner) = first_nested_map(&map.body) {
+        return Err(format!(
+            "the body contains map {inner}: only innermost maps are rewritten"
+        ));
+    }
+    let accesses = tasklet_accesses(&map.body);
+    let resolved: Vec<&Memlet> = accesses
+        .iter()
+        .filter(|a| a.write && a.memlet.wcr.is_some())
+        .map(|a| a.memlet)
+        .collect();
+    let m = match resolved.as_slice() {
+        [] => return Err("the body makes no resolved (wcr) write: nothing accumulates".into()),
+        [m] => *m,
+        many => {
+            let list: Vec<String> = many
+                .iter()
+                .map(|m| format!("{}{}", m.data, m.subset))
+                .collect();
+            return Err(format!(
+                "the body makes {} resolved writes ({}); expected one",
+                many.len(),
+                list.join(", ")
+            ));
+        }
+    };
+    let storage = p.data.get(&m.data).map(|d| d.storage);
+    if storage != Some(Storage::Global) {
+        return Err(format!(
+            "`{}` is not a global container, so it already stays out of memory",
+            m.data
+        ));
+    }
+    let uses = accesses.iter().filter(|a| a.memlet.data == m.data).count();
+    if uses != 1 {
+        return Err(format!(
+            "the body accesses `{}` {uses} times; the reduction must be its only use",
+            m.data
+        ));
+    }
+    let mentioned = m.subset.free_symbols();
+    let (kept, reduced): (Vec<MapParam>, Vec<MapParam>) = map
+        .params
+        .iter()
+        .cloned()
+        .partition(|q| mentioned.contains(&q.name));
+    if reduced.is_empty() {
+        return Err(format!(
+            "the write {}{} uses every map parameter: no parameter is reduced",
+            m.data, m.subset
+        ));
+    }
+    if kept.is_empty() {
+        return Err(format!(
+            "the write {}{} uses no map parameter: there is no element to accumulate per iteration",
+            m.data, m.subset
+        ));
+    }
+    for k in &kept {
+        if let Some(r) = reduced.iter().find(|r| {
+            [&k.range.start, &k.range.end, &k.range.step]
+                .iter()
+                .any(|e| e.mentions(&r.name))
+        }) {
+            return Err(format!(
+                "the range of `{}` depends on reduced parameter `{}`",
+                k.name, r.name
+            ));
+        }
+    }
+    Ok(Reduction {
+        data: m.data.clone(),
+        subset: m.subset.clone(),
+        wcr: m.wcr.ok_or("unresolved write")?,
+        kept,
+        reduced,
+    })
+}
+
+/// Points the body's resolved write of `data` at the register `acc` instead.
+fn redirect(body: &mut Graph, data: &str, acc: &str) {
+    for n in body.g.node_weights_mut() {
+        if matches!(&n.kind, NodeKind::Access(d) if d == data) {
+            n.kind = NodeKind::Access(acc.to_string());
+            n.label = acc.to_string();
+        }
+    }
+    for m in body.g.edge_weights_mut() {
+        if m.data == data {
+            m.data = acc.to_string();
+            m.subset = Subset::default();
+        }
+    }
+}
+
+/// `acc = identity → inner map (acc ⊕= …) → C[s] ⊕= acc`, ordered through the register's
+/// access nodes.
+fn staged_body(
+    label: &str,
+    red: &Reduction,
+    acc: &str,
+    inner_id: NodeId,
+    inner: MapNode,
+    ids: &mut dyn FnMut() -> NodeId,
+) -> Graph {
+    let mut g = Graph::default();
+    let mut add = |g: &mut Graph, label: String, kind: NodeKind| {
+        g.add_node(Node {
+            id: ids(),
+            label,
+            kind,
+        })
+    };
+    let tasklet = |inputs: Vec<String>, value: TExpr| {
+        NodeKind::Tasklet(Tasklet {
+            inputs,
+            outputs: vec![("o".to_string(), value)],
+        })
+    };
+    let access = |d: &str| NodeKind::Access(d.to_string());
+    let scalar = || Memlet::new(acc, Subset::default());
+    let init = add(
+        &mut g,
+        format!("{label}_init"),
+        tasklet(Vec::new(), TExpr::Const(f64::from(red.wcr.identity()))),
+    );
+    let fresh = add(&mut g, acc.to_string(), access(acc));
+    g.add_edge(init, fresh, scalar().from_conn("o"));
+    let reduce = g.add_node(Node {
+        id: inner_id,
+        label: format!("{label}_reduce"),
+        kind: NodeKind::Map(inner),
+    });
+    g.add_edge(fresh, reduce, scalar());
+    let summed = add(&mut g, acc.to_string(), access(acc));
+    g.add_edge(reduce, summed, scalar().with_wcr(Some(red.wcr)));
+    let write = add(
+        &mut g,
+        format!("{label}_write"),
+        tasklet(vec!["a".to_string()], TExpr::input("a")),
+    );
+    g.add_edge(summed, write, scalar().to_conn("a"));
+    let out = add(&mut g, red.data.clone(), access(&red.data));
+    g.add_edge(
+        write,
+        out,
+        Memlet::new(red.data.clone(), red.subset.clone())
+            .with_wcr(Some(red.wcr))
+            .from_conn("o"),
+    );
+    g
+}

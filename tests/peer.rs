@@ -1,0 +1,43 @@
+//! An independent source: ONNX Runtime computes the demo model, and the reference interpreter
+//! must agree with it. Runs when Python can import onnxruntime; with `DMOVE_REQUIRE_PEER=1`
+//! (set by CI, which installs it) a missing peer is a failure rather than a skip.
+
+use dmove::bench::peer::{onnxruntime, PeerError};
+use dmove::demo::model::{encoder_model, EncoderConfig, INPUT, OUTPUT};
+use dmove::onnx::{import, load_model, ImportOptions};
+use rand::SeedableRng;
+use std::collections::BTreeMap;
+
+#[test]
+fn interpreter_agrees_with_onnxruntime_on_the_encoder_layer() {
+    let cfg = EncoderConfig {
+        seq: 12,
+        hidden: 32,
+        heads: 4,
+        ffn: 48,
+    };
+    let bytes = encoder_model(&cfg, 5);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    let x = dmove::check::random_tensor(&[1, 12, 32], &mut rng);
+    let peer = match onnxruntime(&bytes, &[(INPUT.to_string(), x.clone())], 0, 1) {
+        Ok(run) => run,
+        Err(PeerError::Unavailable(why)) if std::env::var("DMOVE_REQUIRE_PEER").is_err() => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        Err(e) => panic!("onnxruntime: {e}"),
+    };
+    let program = import(
+        &load_model(&bytes).expect("loads"),
+        &ImportOptions::default(),
+    )
+    .expect("imports");
+    let ours =
+        dmove::interp::run(&program, &BTreeMap::from([(INPUT.to_string(), x)])).expect("runs");
+    let c = dmove::numerics::compare(&ours[OUTPUT], &peer.outputs[OUTPUT]);
+    assert!(
+        c.within_tolerance,
+        "max abs error {} vs onnxruntime",
+        c.max_abs_error
+    );
+}

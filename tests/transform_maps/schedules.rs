@@ -1,0 +1,185 @@
+//! Vectorize and Unroll: schedule changes the C backend turns into pragmas.
+
+use crate::common;
+use crate::{
+    apply_checked, assert_matmul, compiled_matches_interpreter, map, map_id, params, refused,
+};
+use dmove::ir::build::{In, Out};
+use dmove::ir::{DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr};
+use dmove::transform::{ParamValue, Params};
+
+/// `C[i, j] = X[i, j] * 2` over a map whose innermost parameter is `i` (column-wise walk).
+fn column_walk() -> Program {
+    let mut p = Program::new("columns");
+    common::declare(&mut p, "X", &[4, 512], DataKind::Input);
+    common::declare(&mut p, "C", &[4, 512], DataKind::Output);
+    let s = SymExpr::sym;
+    p.build(|b| {
+        b.map(
+            "cols",
+            vec![("j", Range::upto(512)), ("i", Range::upto(4))],
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "scale",
+                    vec![In("x", "X", Subset::element([s("i"), s("j")]))],
+                    vec![Out(
+                        "c",
+                        "C",
+                        Subset::element([s("i"), s("j")]),
+                        None,
+                        TExpr::binary(dmove::ir::BinOp::Mul, TExpr::input("x"), TExpr::Const(2.0)),
+                    )],
+                );
+            },
+        );
+    });
+    p
+}
+
+#[test]
+fn vectorize_marks_a_contiguous_map_and_the_c_uses_omp_simd() {
+    let mut p = common::elementwise_chain(6, 37);
+    let id = map_id(&p, "double");
+    let step = apply_checked(&mut p, "Vectorize", &[id], &Params::new());
+    assert_eq!(step.touched, [id]);
+    assert_eq!(map(&p, id).schedule, Schedule::Vector);
+    let source = compiled_matches_interpreter(&p);
+    assert!(source.contains("#pragma omp simd"), "{source}");
+}
+
+#[test]
+fn vectorize_refuses_a_strided_lane_naming_the_stride() {
+    let mut p = column_walk();
+    let id = map_id(&p, "cols");
+    let why = refused(&mut p, "Vectorize", &[id], &Params::new(), id);
+    assert_eq!(
+        why, "reads X[i, j] with stride 512 in `i`: not contiguous",
+        "the first access checked is the read"
+    );
+}
+
+/// `Y[i] (+)= X[i, j]`: a row sum whose innermost parameter is the reduction.
+fn row_sum() -> Program {
+    let mut p = Program::new("rowsum");
+    common::declare(&mut p, "X", &[3, 16], DataKind::Input);
+    common::declare(&mut p, "Y", &[3], DataKind::Output);
+    let s = SymExpr::sym;
+    p.build(|b| {
+        b.map(
+            "sum",
+            vec![("i", Range::upto(3)), ("j", Range::upto(16))],
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "add",
+                    vec![In("x", "X", Subset::element([s("i"), s("j")]))],
+                    vec![Out(
+                        "y",
+                        "Y",
+                        Subset::element([s("i")]),
+                        Some(Wcr::Sum),
+                        TExpr::input("x"),
+                    )],
+                );
+            },
+        );
+    });
+    p
+}
+
+#[test]
+fn vectorize_refuses_a_reduction_over_the_lane() {
+    let mut p = row_sum();
+    let id = map_id(&p, "sum");
+    let why = refused(&mut p, "Vectorize", &[id], &Params::new(), id);
+    assert_eq!(
+        why,
+        "every lane of `j` writes Y[i]: lanes would collide (the backend emits no SIMD reduction)"
+    );
+}
+
+#[test]
+fn vectorize_accepts_a_matmul_once_the_columns_are_innermost() {
+    let mut p = common::matmul(4, 8, 5);
+    let acc = map_id(&p, "acc");
+    let why = refused(&mut p, "Vectorize", &[acc], &Params::new(), acc);
+    assert_eq!(why, "reads B[k, j] with stride 5 in `k`: not contiguous");
+    apply_checked(
+        &mut p,
+        "MapInterchange",
+        &[acc],
+        &params(&[("order", ParamValue::Ints(vec![0, 2, 1]))]),
+    );
+    apply_checked(&mut p, "Vectorize", &[acc], &Params::new());
+    assert_matmul(&p, 4, 8, 5);
+    let source = compiled_matches_interpreter(&p);
+    assert!(source.contains("#pragma omp simd"), "{source}");
+}
+
+#[test]
+fn vectorize_refuses_a_map_that_is_not_innermost() {
+    let mut p = common::matmul(4, 8, 5);
+    let acc = map_id(&p, "acc");
+    apply_checked(
+        &mut p,
+        "MapExpansion",
+        &[acc],
+        &params(&[("split", ParamValue::Int(2))]),
+    );
+    let why = refused(&mut p, "Vectorize", &[acc], &Params::new(), acc);
+    assert!(why.starts_with("the body contains map n"), "{why}");
+    assert!(why.ends_with("only innermost maps are vectorized"), "{why}");
+}
+
+#[test]
+fn unroll_marks_a_short_inner_loop_and_the_c_keeps_the_results() {
+    let mut p = common::matmul(5, 3, 4);
+    let acc = map_id(&p, "acc");
+    apply_checked(&mut p, "Unroll", &[acc], &Params::new());
+    assert_eq!(map(&p, acc).schedule, Schedule::Unrolled);
+    assert_matmul(&p, 5, 3, 4);
+    let source = compiled_matches_interpreter(&p);
+    assert!(source.contains("#pragma GCC unroll"), "{source}");
+}
+
+#[test]
+fn unroll_counts_a_clipped_tile_by_its_size() {
+    let mut p = common::matmul(5, 11, 4);
+    let acc = map_id(&p, "acc");
+    let tiled = apply_checked(
+        &mut p,
+        "MapTiling",
+        &[acc],
+        &params(&[("tiles", ParamValue::Ints(vec![0, 0, 4]))]),
+    );
+    let inner = tiled.touched[1];
+    apply_checked(&mut p, "Unroll", &[inner], &Params::new());
+    assert_matmul(&p, 5, 11, 4);
+}
+
+#[test]
+fn unroll_refuses_long_loops_and_bad_bounds() {
+    let mut p = common::matmul(4, 40, 4);
+    let acc = map_id(&p, "acc");
+    let why = refused(&mut p, "Unroll", &[acc], &Params::new(), acc);
+    assert_eq!(why, "`k` runs 40 times, more than max 16");
+    let mut p = common::matmul(4, 9, 4);
+    let acc = map_id(&p, "acc");
+    let why = refused(
+        &mut p,
+        "Unroll",
+        &[acc],
+        &params(&[("max", ParamValue::Int(8))]),
+        acc,
+    );
+    assert_eq!(why, "`k` runs 9 times, more than max 8");
+    let why = refused(
+        &mut p,
+        "Unroll",
+        &[acc],
+        &params(&[("max", ParamValue::Int(64))]),
+        acc,
+    );
+    assert!(why.starts_with("max 64 is outside 1..=16"), "{why}");
+}

@@ -1,0 +1,167 @@
+//! Expand, and Conv's im2col implementation against the reference on awkward shapes.
+
+use super::{applied, assert_reason, node, ops, params, refused, same_results};
+use dmove::check::{random_inputs, same_outputs, single_op_program};
+use dmove::ir::validate::validate;
+use dmove::ir::{Attr, DType, NodeKind, Program, SymExpr};
+use dmove::ops::expand::expand_node;
+use dmove::ops::TensorType;
+use dmove::transform::{ParamValue, Params};
+use std::collections::BTreeMap;
+
+fn ty(shape: &[usize]) -> Option<TensorType> {
+    Some(TensorType::new(
+        DType::F32,
+        shape.iter().map(|&d| SymExpr::from(d)).collect(),
+    ))
+}
+
+/// One Conv node over inputs of the given shapes (bias when `b` is given).
+fn conv(x: &[usize], w: &[usize], b: Option<usize>, attrs: &[(&str, Attr)]) -> Program {
+    let attrs: BTreeMap<String, Attr> = attrs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let mut inputs = vec![ty(x), ty(w)];
+    if let Some(m) = b {
+        inputs.push(ty(&[m]));
+    }
+    single_op_program("Conv", attrs, &inputs, &[]).expect("valid conv")
+}
+
+/// Input shape, weight shape, bias size and attributes of one convolution.
+type ConvCase<'a> = (Vec<usize>, Vec<usize>, Option<usize>, Vec<(&'a str, Attr)>);
+
+fn map_labels(p: &Program) -> Vec<String> {
+    let mut v = Vec::new();
+    p.graph.walk(&mut |n| {
+        if matches!(n.kind, NodeKind::Map(_)) {
+            v.push(n.label.clone());
+        }
+    });
+    v
+}
+
+fn im2col() -> Params {
+    params(&[("impl", ParamValue::Str("im2col".into()))])
+}
+
+#[test]
+fn expand_with_im2col_builds_a_column_buffer_and_a_gemm() {
+    let mut p = conv(
+        &[1, 2, 4, 4],
+        &[3, 2, 3, 3],
+        Some(3),
+        &[("pads", Attr::Ints(vec![1; 4]))],
+    );
+    let original = p.clone();
+    let c = node(&p, "Conv", 0);
+    let step = applied(&mut p, "Expand", &[c], &im2col());
+    assert_eq!(step.touched[0], c);
+    assert!(ops(&p).is_empty());
+    assert_eq!(map_labels(&p), ["conv_init", "conv_im2col", "conv_gemm"]);
+    // col: [n, c, k0, k1, o0, o1] = [1, 2, 3, 3, 4, 4], a transient.
+    let col = &p.data["conv_col"];
+    assert_eq!(col.static_shape(), Some(vec![1, 2, 3, 3, 4, 4]));
+    assert_eq!(col.kind, dmove::ir::DataKind::Transient);
+    same_results(&original, &p);
+
+    // Without a parameter the operator's default (the direct loop nest) is used.
+    let mut p = original.clone();
+    applied(&mut p, "Expand", &[c], &Params::new());
+    assert_eq!(map_labels(&p), ["conv_init", "conv_acc"]);
+}
+
+#[test]
+fn expand_refuses_unknown_implementations_and_non_library_nodes() {
+    let mut p = conv(&[1, 1, 3, 3], &[1, 1, 2, 2], None, &[]);
+    let c = node(&p, "Conv", 0);
+    let winograd = params(&[("impl", ParamValue::Str("winograd".into()))]);
+    let e = refused(&mut p, "Expand", &[c], &winograd);
+    assert_reason(
+        &e,
+        c,
+        "Conv has no implementation `winograd` (available: pure, im2col)",
+    );
+
+    let mut p = single_op_program("Relu", BTreeMap::new(), &[ty(&[3])], &[]).expect("relu");
+    let r = node(&p, "Relu", 0);
+    let e = refused(&mut p, "Expand", &[r], &im2col());
+    assert_reason(
+        &e,
+        r,
+        "Relu has no implementation `im2col` (available: pure)",
+    );
+
+    applied(&mut p, "Expand", &[r], &Params::new());
+    let map = {
+        let mut id = None;
+        p.graph.walk(&mut |n| {
+            if matches!(n.kind, NodeKind::Map(_)) {
+                id = Some(n.id);
+            }
+        });
+        id.expect("a map")
+    };
+    let e = refused(&mut p, "Expand", &[map], &Params::new());
+    assert_reason(&e, map, "node is a map node, not a library node");
+}
+
+/// Expands the Conv of `p` with im2col and compares with the reference on random inputs.
+fn im2col_matches(p: &Program, seed: u64) {
+    let mut lowered = p.clone();
+    let id = node(p, "Conv", 0);
+    expand_node(&mut lowered, id, Some("im2col")).expect("expands");
+    validate(&lowered).expect("valid");
+    let inputs = random_inputs(p, seed).expect("inputs");
+    same_outputs(p, &lowered, &inputs).expect("im2col matches the reference");
+}
+
+#[test]
+fn im2col_matches_the_reference_on_awkward_convolutions() {
+    let ints = |v: &[i64]| Attr::Ints(v.to_vec());
+    let cases: Vec<ConvCase> = vec![
+        // Grouped, strided, dilated, asymmetric padding, batch 2, bias.
+        (
+            vec![2, 4, 7, 6],
+            vec![6, 2, 3, 2],
+            Some(6),
+            vec![
+                ("group", Attr::Int(2)),
+                ("strides", ints(&[2, 1])),
+                ("dilations", ints(&[1, 2])),
+                ("pads", ints(&[1, 0, 2, 1])),
+            ],
+        ),
+        // Depthwise, padding larger than the kernel reach on one side.
+        (
+            vec![1, 3, 5, 5],
+            vec![3, 1, 3, 3],
+            None,
+            vec![("group", Attr::Int(3)), ("pads", ints(&[2, 2, 0, 1]))],
+        ),
+        // 1-D, stride 3, SAME_LOWER auto padding.
+        (
+            vec![1, 2, 10],
+            vec![4, 2, 4],
+            Some(4),
+            vec![
+                ("strides", ints(&[3])),
+                ("auto_pad", Attr::Str("SAME_LOWER".into())),
+            ],
+        ),
+        // 3-D with a 1×1×1 kernel and size-1 axes.
+        (vec![1, 2, 1, 3, 2], vec![3, 2, 1, 1, 1], Some(3), vec![]),
+        // Kernel as large as the padded input: one output position.
+        (
+            vec![1, 1, 3, 2],
+            vec![2, 1, 5, 4],
+            None,
+            vec![("pads", ints(&[1, 1, 1, 1]))],
+        ),
+    ];
+    for (seed, (x, w, b, attrs)) in cases.into_iter().enumerate() {
+        let p = conv(&x, &w, b, &attrs);
+        im2col_matches(&p, seed as u64);
+    }
+}
