@@ -3,6 +3,7 @@
 //! The pipeline: ONNX → [`ir`] (library nodes) → expansion and transformations → C → benchmark.
 //! See ARCHITECTURE.md for the map of modules.
 
+pub mod analysis;
 pub mod bench;
 pub mod check;
 pub mod cli;

@@ -1,6 +1,7 @@
 //! The `dmove` command line: argument declarations only; the work is in `dmove::cli`.
 
 use clap::{Args, Parser, Subcommand};
+use dmove::cli::analyze::{self, AnalyzeArgs};
 use dmove::cli::commands::{self, ApplyArgs, DemoArgs, ImportArgs};
 use dmove::cli::matching::{self, MatchArgs};
 use dmove::cli::{Bindings, CliError};
@@ -109,6 +110,43 @@ enum Command {
         #[arg(long)]
         expand: bool,
     },
+    /// Data movement: reuse distances, DMD, miss-ratio curve, per node and array; sweeps with
+    /// leading-term fits; choosing a map's tile size by DMD.
+    Analyze {
+        /// An `.onnx` model or textual IR (omit with `--kernel`).
+        model: Option<PathBuf>,
+        #[command(flatten)]
+        bindings: BindingArgs,
+        /// A built-in kernel instead of a model.
+        #[arg(long, long_help = analyze::kernel_help())]
+        kernel: Option<String>,
+        /// Kernel parameters, e.g. `--param n=64 --param order=kij`.
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
+        /// Keep only these arrays' accesses in the trace, e.g. `--only L,R`.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Cache-line granularity in bytes (default: element granularity).
+        #[arg(long, value_name = "BYTES")]
+        line: Option<u64>,
+        /// SHARDS spatial sampling rate in (0, 1] for very long traces (estimates).
+        #[arg(long, value_name = "RATE")]
+        sample: Option<f64>,
+        #[arg(long)]
+        json: bool,
+        /// Write the miss-ratio curve and per-node DMD bars as SVG.
+        #[arg(long, value_name = "OUT.svg")]
+        plot: Option<PathBuf>,
+        /// Evaluate at several sizes and fit the leading term: `n=32..512` (doubling) or `n=32,48`.
+        #[arg(long, value_name = "NAME=RANGE")]
+        sweep: Option<String>,
+        /// Choose the tile size of this map (node id, after lowering) by DMD.
+        #[arg(long, value_name = "MAP")]
+        choose_tile: Option<String>,
+        /// Tile sizes to choose from.
+        #[arg(long, value_delimiter = ',')]
+        candidates: Vec<i64>,
+    },
     /// Lower a model completely and print the generated C.
     C {
         model: PathBuf,
@@ -210,6 +248,33 @@ fn run(cli: Cli) -> miette::Result<()> {
             pattern,
             why,
             expand,
+        }),
+        Command::Analyze {
+            model,
+            bindings,
+            kernel,
+            params,
+            only,
+            line,
+            sample,
+            json,
+            plot,
+            sweep,
+            choose_tile,
+            candidates,
+        } => analyze::analyze(&AnalyzeArgs {
+            model,
+            bindings: bindings.into(),
+            kernel,
+            params,
+            only,
+            line,
+            sample,
+            json,
+            plot,
+            sweep,
+            choose_tile,
+            candidates,
         }),
         Command::C {
             model,

@@ -1,6 +1,7 @@
 //! The glue between the command line and the library: loading models given as paths, parsing
 //! option values, and the commands' bodies. `main.rs` only declares the arguments.
 
+pub mod analyze;
 pub mod commands;
 pub mod matching;
 
@@ -57,6 +58,9 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Pattern(#[from] crate::pattern::PatternError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Analysis(Box<crate::analysis::AnalysisError>),
 }
 
 /// Shape and dimension bindings given on the command line.

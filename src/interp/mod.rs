@@ -9,6 +9,7 @@
 //! `ir` and the operators' `eval`.
 
 mod compiled;
+pub(crate) mod plan;
 mod texec;
 
 use crate::ir::{DataKind, NodeId, NodeKind, Program, SymEnv, Tensor};

@@ -7,21 +7,14 @@
 //! node, the connector and the index — never a panic and never a clamp: the interpreter is the
 //! oracle that must notice a wrong index.
 
-use super::compiled::CIdx;
+use super::plan::{CIdx, CWindow};
 use super::InterpError;
 use crate::ir::{BinOp, DType, NodeId, Precision, Tensor, UnOp, Wcr};
 
-/// The subset a connector read by element covers: per dimension `[start, end, step]`.
+/// A tasklet expression over loaded inputs, parameter slots and windows (compiled by
+/// [`super::plan::Compiler`]).
 #[derive(Debug)]
-pub(super) struct CWindow {
-    pub conn: String,
-    pub data: usize,
-    pub dims: Vec<[CIdx; 3]>,
-}
-
-/// A tasklet expression over loaded inputs, parameter slots and windows.
-#[derive(Debug)]
-pub(super) enum CExpr {
+pub(crate) enum CExpr {
     /// Already rounded to the compute type.
     Const(f64),
     Input(usize),
@@ -45,7 +38,7 @@ pub(super) struct Eval<'a> {
 }
 
 impl CExpr {
-    pub fn eval(&self, cx: &Eval) -> Result<f64, InterpError> {
+    pub(super) fn eval(&self, cx: &Eval) -> Result<f64, InterpError> {
         let p = cx.precision;
         Ok(match self {
             CExpr::Const(v) => *v,

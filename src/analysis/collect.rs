@@ -1,0 +1,161 @@
+//! Running a source's accesses through the reuse-distance engine.
+
+use super::report::Report;
+use super::reuse::ReuseEngine;
+use super::shards::Sampler;
+use super::stats::{Cost, Dmd};
+use super::{AccessSource, AnalysisError, Sink};
+use std::collections::BTreeSet;
+
+/// Largest address space given a flat last-access table; beyond it a hash map is used.
+const DENSE_LIMIT: u64 = 1 << 28;
+
+/// How to analyze.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    /// Cache-line size in bytes: addresses are lines (each array starts on a line boundary)
+    /// instead of elements.
+    pub line: Option<u64>,
+    /// Keep only these arrays' accesses (`--only L,R`); `None` keeps all.
+    pub only: Option<BTreeSet<String>>,
+    /// SHARDS sampling rate in (0, 1]; `None` measures exactly.
+    pub sample: Option<f64>,
+}
+
+impl Options {
+    /// The granularity in words, for reports.
+    pub fn granularity(&self) -> String {
+        match self.line {
+            Some(b) => format!("{b}-byte lines"),
+            None => "elements".to_string(),
+        }
+    }
+}
+
+/// Streams `src` through the engine and aggregates per program, node and array.
+pub fn analyze(src: &dyn AccessSource, opts: &Options) -> Result<Report, AnalysisError> {
+    let mut c = Collector::new(src, opts)?;
+    src.stream(&mut c)?;
+    let factor = 1.0 / c.sampler.map_or(1.0, |s| s.rate());
+    let mut parts = c.parts;
+    if factor != 1.0 {
+        for d in parts.all_mut() {
+            d.scale(factor);
+        }
+    }
+    Ok(Report::new(src, opts, c.sampler.map(|s| s.rate()), parts))
+}
+
+/// The accumulators of one analysis.
+pub struct Parts {
+    pub total: Dmd,
+    pub nodes: Vec<Dmd>,
+    pub arrays: Vec<Dmd>,
+    pub node_flops: Vec<u64>,
+}
+
+impl Parts {
+    fn all_mut(&mut self) -> impl Iterator<Item = &mut Dmd> {
+        std::iter::once(&mut self.total)
+            .chain(self.nodes.iter_mut())
+            .chain(self.arrays.iter_mut())
+    }
+}
+
+struct Collector {
+    /// First address of each array.
+    base: Vec<u64>,
+    elem_bytes: Vec<u64>,
+    keep: Vec<bool>,
+    line: Option<u64>,
+    sampler: Option<Sampler>,
+    /// Other locations in a measured distance stand for this many (1/rate when sampling).
+    stretch: f64,
+    engine: ReuseEngine,
+    parts: Parts,
+}
+
+impl Collector {
+    fn new(src: &dyn AccessSource, opts: &Options) -> Result<Self, AnalysisError> {
+        let arrays = src.arrays();
+        if opts.line == Some(0) {
+            return Err(AnalysisError::BadOption(
+                "the cache-line size must be a positive number of bytes".into(),
+            ));
+        }
+        if let Some(only) = &opts.only {
+            if let Some(bad) = only.iter().find(|n| !arrays.iter().any(|a| &a.name == *n)) {
+                let names: Vec<&str> = arrays.iter().map(|a| a.name.as_str()).collect();
+                return Err(AnalysisError::UnknownArray(bad.clone(), names.join(", ")));
+            }
+        }
+        let sampler = opts
+            .sample
+            .map(|r| {
+                Sampler::new(r).ok_or_else(|| {
+                    AnalysisError::BadOption(format!("sampling rate {r} is not in (0, 1]"))
+                })
+            })
+            .transpose()?;
+        let mut base = Vec::with_capacity(arrays.len());
+        let mut next = 0u64;
+        for a in arrays {
+            base.push(next);
+            next += match opts.line {
+                Some(b) => (a.elements * a.elem_bytes).div_ceil(b),
+                None => a.elements,
+            };
+        }
+        let engine = if sampler.is_none() && next <= DENSE_LIMIT {
+            ReuseEngine::dense(next)
+        } else {
+            ReuseEngine::sparse()
+        };
+        Ok(Collector {
+            base,
+            elem_bytes: arrays.iter().map(|a| a.elem_bytes).collect(),
+            keep: arrays
+                .iter()
+                .map(|a| opts.only.as_ref().is_none_or(|o| o.contains(&a.name)))
+                .collect(),
+            line: opts.line,
+            stretch: 1.0 / sampler.map_or(1.0, |s| s.rate()),
+            sampler,
+            engine,
+            parts: Parts {
+                total: Dmd::default(),
+                nodes: vec![Dmd::default(); src.nodes().len()],
+                arrays: vec![Dmd::default(); arrays.len()],
+                node_flops: vec![0; src.nodes().len()],
+            },
+        })
+    }
+}
+
+impl Sink for Collector {
+    #[inline]
+    fn access(&mut self, node: usize, array: usize, index: u64, write: bool) {
+        if !self.keep[array] {
+            return;
+        }
+        let addr = self.base[array]
+            + match self.line {
+                Some(b) => index * self.elem_bytes[array] / b,
+                None => index,
+            };
+        if self.sampler.is_some_and(|s| !s.keeps(addr)) {
+            return;
+        }
+        let r = self.engine.access(addr);
+        // The location itself is always counted; the others stand for 1/rate locations each.
+        let distance = 1.0 + (r.distance - 1) as f64 * self.stretch;
+        let cost = Cost::of(distance, r.first);
+        self.parts.total.record(&cost, write);
+        self.parts.nodes[node].record(&cost, write);
+        self.parts.arrays[array].record(&cost, write);
+    }
+
+    fn flops(&mut self, node: usize, flops: u64) {
+        self.parts.node_flops[node] += flops;
+    }
+}

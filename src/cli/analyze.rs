@@ -1,0 +1,217 @@
+//! `dmove analyze`: data-movement reports, sweeps with leading terms, and choosing tile sizes.
+
+use super::{load_program, parse_node_id, write_output, Bindings, CliError};
+use crate::analysis::choose::{choose_by_dmd, tile_candidates};
+use crate::analysis::fit::sweep;
+use crate::analysis::kernels::Kernel;
+use crate::analysis::trace::IrTrace;
+use crate::analysis::{analyze as run_analysis, AccessSource, AnalysisError, Options};
+use crate::ir::Program;
+use crate::ops::expand::expand_all;
+use crate::transform::engine::Checks;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// `dmove analyze`
+pub struct AnalyzeArgs {
+    pub model: Option<PathBuf>,
+    pub bindings: Bindings,
+    pub kernel: Option<String>,
+    /// Kernel parameters `name=value`.
+    pub params: Vec<String>,
+    pub only: Vec<String>,
+    pub line: Option<u64>,
+    pub sample: Option<f64>,
+    pub json: bool,
+    pub plot: Option<PathBuf>,
+    /// `n=32..512` (doubling) or `n=32,48,64`.
+    pub sweep: Option<String>,
+    pub choose_tile: Option<String>,
+    pub candidates: Vec<i64>,
+}
+
+/// What is analyzed: a program (with its symbols) or a built-in kernel.
+enum Subject {
+    Program(Program),
+    Kernel(String, BTreeMap<String, String>),
+}
+
+impl Subject {
+    /// The source at the subject's own sizes, or with `param` set to `value`.
+    fn source(&self, set: Option<(&str, u64)>) -> Result<Box<dyn AccessSource>, AnalysisError> {
+        match self {
+            Subject::Program(p) => {
+                let mut p = p.clone();
+                if let Some((name, v)) = set {
+                    if !p.symbols.contains_key(name) {
+                        return Err(AnalysisError::BadOption(format!(
+                            "the program has no symbol `{name}` to sweep (symbols: {})",
+                            p.symbols.keys().cloned().collect::<Vec<_>>().join(", ")
+                        )));
+                    }
+                    p.symbols.insert(name.to_string(), Some(v as i64));
+                }
+                Ok(Box::new(IrTrace::new(&p)?))
+            }
+            Subject::Kernel(name, params) => {
+                let mut params = params.clone();
+                if let Some((k, v)) = set {
+                    params.insert(k.to_string(), v.to_string());
+                }
+                Ok(Box::new(Kernel::new(name, &params)?))
+            }
+        }
+    }
+}
+
+pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
+    let subject =
+        match (&args.model, &args.kernel) {
+            (Some(path), None) => Subject::Program(load_program(path, &args.bindings)?),
+            (None, Some(kernel)) => Subject::Kernel(kernel.clone(), kernel_params(&args.params)?),
+            _ => return Err(CliError::Failed(
+                "give either a MODEL file or `--kernel NAME` (e.g. --kernel matmul --param n=64)"
+                    .into(),
+            )),
+        };
+    let opts = Options {
+        line: args.line,
+        only: (!args.only.is_empty()).then(|| args.only.iter().cloned().collect()),
+        sample: args.sample,
+    };
+    if let Some(map) = &args.choose_tile {
+        let Subject::Program(p) = subject else {
+            return Err(CliError::Failed(
+                "`--choose-tile` rewrites a program: give a MODEL, not a kernel".into(),
+            ));
+        };
+        return choose_tile(p, map, &args.candidates, &opts, args.json);
+    }
+    if let Some(spec) = &args.sweep {
+        let (param, values) = parse_sweep(spec)?;
+        let s = sweep(&param, &values, &opts, &|v| {
+            subject.source(Some((&param, v)))
+        })?;
+        return emit(args.json, &s, &s.render());
+    }
+    let report = run_analysis(subject.source(None)?.as_ref(), &opts)?;
+    if let Some(path) = &args.plot {
+        write_output(path, crate::analysis::svg::plot(&report).as_bytes())?;
+    }
+    emit(args.json, &report, &report.render())
+}
+
+fn choose_tile(
+    mut p: Program,
+    map: &str,
+    sizes: &[i64],
+    opts: &Options,
+    json: bool,
+) -> Result<(), CliError> {
+    if sizes.is_empty() {
+        return Err(CliError::Failed(
+            "`--choose-tile MAP` needs `--candidates`, e.g. --candidates 8,16,32,64".into(),
+        ));
+    }
+    expand_all(&mut p)?;
+    let map = parse_node_id(map)?;
+    let candidates = tile_candidates(&p, map, sizes)?;
+    let choice = choose_by_dmd(
+        &p,
+        "MapTiling",
+        &[map],
+        &candidates,
+        opts,
+        &Checks::default(),
+    )?;
+    let mut text = format!(
+        "{} at {map} by DMD ({}):\n",
+        choice.transformation, choice.granularity
+    );
+    for (i, s) in choice.scores.iter().enumerate() {
+        let tiles = s
+            .params
+            .get("tiles")
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        let mark = if i == choice.chosen {
+            "  <- chosen"
+        } else {
+            ""
+        };
+        text.push_str(&match (s.dmd, &s.refused) {
+            (Some(d), _) => format!("  tiles={tiles:<16} dmd {d:.6e}{mark}\n"),
+            (None, Some(why)) => format!("  tiles={tiles:<16} refused: {why}\n"),
+            (None, None) => format!("  tiles={tiles:<16} not scored\n"),
+        });
+    }
+    emit(json, &choice, &text)
+}
+
+fn emit(json: bool, value: &impl serde::Serialize, text: &str) -> Result<(), CliError> {
+    if json {
+        let s = serde_json::to_string_pretty(value).map_err(|e| CliError::Failed(e.to_string()))?;
+        println!("{s}");
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+impl From<AnalysisError> for CliError {
+    fn from(e: AnalysisError) -> Self {
+        CliError::Analysis(Box::new(e))
+    }
+}
+
+fn kernel_params(pairs: &[String]) -> Result<BTreeMap<String, String>, CliError> {
+    pairs
+        .iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => Err(CliError::BadOption {
+                what: "kernel parameter",
+                text: s.clone(),
+                hint: "write NAME=VALUE, e.g. n=64 or order=kij",
+            }),
+        })
+        .collect()
+}
+
+/// `n=32..512` (powers of two times the start, up to the end) or `n=32,48,64`.
+pub fn parse_sweep(spec: &str) -> Result<(String, Vec<u64>), CliError> {
+    let bad = || CliError::BadOption {
+        what: "sweep",
+        text: spec.to_string(),
+        hint: "write NAME=FROM..TO (doubling) or NAME=A,B,C with positive integers, e.g. n=32..512",
+    };
+    let (name, range) = spec.split_once('=').ok_or_else(bad)?;
+    let int = |s: &str| s.trim().parse::<u64>().ok().filter(|v| *v > 0);
+    let values: Vec<u64> = if let Some((a, b)) = range.split_once("..") {
+        let (a, b) = (int(a).ok_or_else(bad)?, int(b).ok_or_else(bad)?);
+        std::iter::successors(Some(a), |v| v.checked_mul(2))
+            .take_while(|v| *v <= b)
+            .collect()
+    } else {
+        range
+            .split(',')
+            .map(int)
+            .collect::<Option<_>>()
+            .ok_or_else(bad)?
+    };
+    if name.trim().is_empty() || values.is_empty() {
+        return Err(bad());
+    }
+    Ok((name.trim().to_string(), values))
+}
+
+/// Used by `main.rs` to show the kernels in `--help`.
+pub fn kernel_help() -> String {
+    crate::analysis::kernels::KERNELS
+        .iter()
+        .map(|(k, p)| format!("{k}: {p}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
