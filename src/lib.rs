@@ -7,6 +7,7 @@ pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod codegen;
+pub mod conformance;
 pub mod demo;
 
 pub mod fsutil;

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use dmove::cli::commands::{self, ApplyArgs, DemoArgs, ImportArgs};
+use dmove::cli::conformance::{conformance, ConformanceArgs};
 use dmove::cli::{Bindings, CliError};
 use dmove::demo::model::EncoderConfig;
 use std::path::PathBuf;
@@ -63,6 +64,13 @@ enum Command {
         /// Write the IR here instead of standard output.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Print a summary instead of the IR: operators with counts, parameters, weight bytes,
+        /// FLOPs.
+        #[arg(long)]
+        summary: bool,
+        /// With `--summary`: print it as JSON.
+        #[arg(long, requires = "summary")]
+        json: bool,
     },
     /// List the transformations.
     Transforms {
@@ -99,6 +107,29 @@ enum Command {
         bindings: BindingArgs,
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Run the ONNX backend test cases in DIR (from `scripts/onnx_node_tests.py`) through the
+    /// interpreter and the generated C.
+    Conformance {
+        dir: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Only cases whose name contains this.
+        #[arg(long, value_name = "SUBSTR")]
+        filter: Option<String>,
+        /// Skip the generated C (interpreter only).
+        #[arg(long)]
+        no_c: bool,
+        /// Cases run at once (each compile uses one core).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Exit non-zero when a case listed in FILE does not pass.
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// Write the names of the passing cases to FILE.
+        #[arg(long, value_name = "FILE")]
+        write_manifest: Option<PathBuf>,
     },
 }
 
@@ -153,6 +184,8 @@ fn run(cli: Cli) -> miette::Result<()> {
             exact,
             dot,
             output,
+            summary,
+            json,
         } => commands::import(&ImportArgs {
             model,
             bindings: bindings.into(),
@@ -160,6 +193,8 @@ fn run(cli: Cli) -> miette::Result<()> {
             exact,
             dot,
             output,
+            summary,
+            json,
         }),
         Command::Transforms { json } => commands::transforms(json),
         Command::Apply {
@@ -186,6 +221,23 @@ fn run(cli: Cli) -> miette::Result<()> {
             bindings,
             output,
         } => commands::emit_c(&model, &bindings.into(), output.as_deref()),
+        Command::Conformance {
+            dir,
+            json,
+            filter,
+            no_c,
+            jobs,
+            manifest,
+            write_manifest,
+        } => conformance(&ConformanceArgs {
+            dir,
+            json,
+            filter,
+            c: !no_c,
+            jobs,
+            manifest,
+            write_manifest,
+        }),
     };
     result.map_err(miette::Report::new)
 }
