@@ -8,6 +8,7 @@ pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod codegen;
+pub mod conformance;
 pub mod demo;
 
 pub mod fsutil;

@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use dmove::cli::analyze::{self, AnalyzeArgs};
 use dmove::cli::commands::{self, ApplyArgs, DemoArgs, ImportArgs};
+use dmove::cli::conformance::{conformance, ConformanceArgs};
 use dmove::cli::matching::{self, MatchArgs};
 use dmove::cli::{Bindings, CliError};
 use dmove::demo::model::EncoderConfig;
@@ -65,6 +66,13 @@ enum Command {
         /// Write the IR here instead of standard output.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Print a summary instead of the IR: operators with counts, parameters, weight bytes,
+        /// FLOPs.
+        #[arg(long)]
+        summary: bool,
+        /// With `--summary`: print it as JSON.
+        #[arg(long, requires = "summary")]
+        json: bool,
     },
     /// List the transformations.
     Transforms {
@@ -155,6 +163,29 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Run the ONNX backend test cases in DIR (from `scripts/onnx_node_tests.py`) through the
+    /// interpreter and the generated C.
+    Conformance {
+        dir: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Only cases whose name contains this.
+        #[arg(long, value_name = "SUBSTR")]
+        filter: Option<String>,
+        /// Skip the generated C (interpreter only).
+        #[arg(long)]
+        no_c: bool,
+        /// Cases run at once (each compile uses one core).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Exit non-zero when a case listed in FILE does not pass.
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// Write the names of the passing cases to FILE.
+        #[arg(long, value_name = "FILE")]
+        write_manifest: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -208,6 +239,8 @@ fn run(cli: Cli) -> miette::Result<()> {
             exact,
             dot,
             output,
+            summary,
+            json,
         } => commands::import(&ImportArgs {
             model,
             bindings: bindings.into(),
@@ -215,6 +248,8 @@ fn run(cli: Cli) -> miette::Result<()> {
             exact,
             dot,
             output,
+            summary,
+            json,
         }),
         Command::Transforms { json } => commands::transforms(json),
         Command::Apply {
@@ -281,6 +316,23 @@ fn run(cli: Cli) -> miette::Result<()> {
             bindings,
             output,
         } => commands::emit_c(&model, &bindings.into(), output.as_deref()),
+        Command::Conformance {
+            dir,
+            json,
+            filter,
+            no_c,
+            jobs,
+            manifest,
+            write_manifest,
+        } => conformance(&ConformanceArgs {
+            dir,
+            json,
+            filter,
+            c: !no_c,
+            jobs,
+            manifest,
+            write_manifest,
+        }),
     };
     result.map_err(miette::Report::new)
 }

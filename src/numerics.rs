@@ -45,17 +45,29 @@ pub struct Comparison {
 }
 
 /// Compares `actual` with `expected` under the tolerance of `expected`'s dtype. NaN matches NaN
-/// (both sides computing an undefined value agree); NaN against a number is a failure.
+/// (both sides computing an undefined value agree); NaN against a number is a failure. Values of
+/// different element types never match: a wrong output type is a semantic error.
 pub fn compare(actual: &Tensor, expected: &Tensor) -> Comparison {
-    if actual.shape != expected.shape {
+    let mismatch = if actual.dtype() != expected.dtype() {
+        Some(format!(
+            "element type {} where {} was expected",
+            actual.dtype(),
+            expected.dtype()
+        ))
+    } else if actual.shape != expected.shape {
+        Some(format!(
+            "shape {:?} where {:?} was expected",
+            actual.shape, expected.shape
+        ))
+    } else {
+        None
+    };
+    if mismatch.is_some() {
         return Comparison {
             max_abs_error: f64::INFINITY,
             worst_index: None,
             within_tolerance: false,
-            mismatch: Some(format!(
-                "shape {:?} where {:?} was expected",
-                actual.shape, expected.shape
-            )),
+            mismatch,
         };
     }
     let tol = tolerance(expected.dtype());
@@ -109,5 +121,11 @@ mod tests {
         assert!(compare(&Tensor::f32(vec![1], vec![0.0]), &e)
             .mismatch
             .is_some());
+        let ints = Tensor::i64(vec![3], vec![1, 1000, 0]);
+        assert!(
+            compare(&ints, &Tensor::f32(vec![3], vec![1.0, 1000.0, 0.0]))
+                .mismatch
+                .is_some()
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The bodies of the `dmove` commands.
 
-use super::{load_program, parse_node_id, parse_params, write_output, Bindings, CliError};
+use super::{is_onnx, load_program, parse_node_id, parse_params, write_output, Bindings, CliError};
 use crate::demo::model::{encoder_model, EncoderConfig};
 use crate::demo::{DemoOptions, DemoReport};
 use crate::ir::text::{print, print_exact};
@@ -75,9 +75,16 @@ pub struct ImportArgs {
     pub exact: bool,
     pub dot: Option<PathBuf>,
     pub output: Option<PathBuf>,
+    /// Print the model summary instead of the IR.
+    pub summary: bool,
+    /// The summary as JSON.
+    pub json: bool,
 }
 
 pub fn import(args: &ImportArgs) -> Result<(), CliError> {
+    if args.summary {
+        return summary(args);
+    }
     let mut p = load_program(&args.model, &args.bindings)?;
     if args.expand {
         expand_all(&mut p)?;
@@ -93,6 +100,32 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
         print_exact(&p)
     } else {
         print(&p)
+    };
+    write_output(
+        args.output
+            .as_deref()
+            .unwrap_or_else(|| std::path::Path::new("-")),
+        text.as_bytes(),
+    )
+}
+
+/// `dmove import --summary`: operators (counted in the ONNX graph when the model is ONNX),
+/// parameters, weight bytes and FLOPs.
+fn summary(args: &ImportArgs) -> Result<(), CliError> {
+    let (p, model) = if is_onnx(&args.model) {
+        let model = crate::onnx::load_file(&args.model)?;
+        let opts = args
+            .bindings
+            .import_options(args.model.parent().map(std::path::Path::to_path_buf))?;
+        (crate::onnx::import(&model, &opts)?, Some(model))
+    } else {
+        (load_program(&args.model, &args.bindings)?, None)
+    };
+    let s = crate::onnx::summary::summarize(&p, model.as_ref());
+    let text = if args.json {
+        serde_json::to_string_pretty(&s).map_err(|e| CliError::Failed(e.to_string()))? + "\n"
+    } else {
+        s.to_string()
     };
     write_output(
         args.output
@@ -200,6 +233,7 @@ pub fn emit_c(
     output: Option<&std::path::Path>,
 ) -> Result<(), CliError> {
     let mut p = load_program(model, bindings)?;
+    crate::onnx::idioms::require_bound_inputs(&p)?;
     expand_all(&mut p)?;
     let c = crate::codegen::emit(&p)?;
     write_output(

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod commands;
+pub mod conformance;
 pub mod matching;
 
 use crate::ir::text::{parse_named, ParseError};
@@ -61,6 +62,12 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Analysis(Box<crate::analysis::AnalysisError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Conformance(#[from] crate::conformance::ConformanceError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Manifest(#[from] crate::conformance::manifest::ManifestError),
 }
 
 /// Shape and dimension bindings given on the command line.
@@ -137,12 +144,15 @@ fn split_binding(
     }
 }
 
+/// Whether `path` names an ONNX model (by its extension); anything else is textual IR.
+pub fn is_onnx(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
 /// Loads a program from an `.onnx` model or a textual IR file (anything else).
 pub fn load_program(path: &Path, bindings: &Bindings) -> Result<Program, CliError> {
-    if path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
-    {
+    if is_onnx(path) {
         let opts = bindings.import_options(path.parent().map(Path::to_path_buf))?;
         return Ok(import_file(path, &opts)?);
     }

@@ -179,6 +179,19 @@ pub enum OnnxError {
     )]
     OutputNotComputed { tensor: String, reason: String },
 
+    #[error("input `{input}` {shape}: dimension {dim} (`{symbol}`) has no value, but generated code needs every size")]
+    #[diagnostic(
+        code(dmove::onnx::unbound_dimension),
+        help("bind it on the command line with `--dim {symbol}=VALUE`, or give the whole shape with `--shape {input}=D0xD1x…`")
+    )]
+    UnboundDimension {
+        input: String,
+        dim: usize,
+        symbol: String,
+        /// The input's declared shape, for the message.
+        shape: String,
+    },
+
     #[error("the imported program is invalid: {0}")]
     #[diagnostic(code(dmove::onnx::invalid_ir))]
     InvalidIr(#[from] InvalidIr),

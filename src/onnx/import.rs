@@ -1,16 +1,19 @@
 //! ONNX graph → IR [`Program`] with one library node per ONNX node (see the module docs of
 //! [`crate::onnx`] for the contract).
 
-use super::attrs::{constant_value, convert};
+mod nodes;
+
+use super::attrs::constant_value;
 use super::error::{OnnxError, UnsupportedNode};
-use super::load::{check_model, load_file, node_label};
+use super::idioms::IMPORTER_HANDLED;
+use super::load::{check_model, load_file, load_model, node_label};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::signature::{check_declared, check_options, input_type, Symbols};
 use super::tensor::decode_tensor;
 use crate::ir::build::ScopeBuilder;
 use crate::ir::validate::validate;
-use crate::ir::{Attr, DataDesc, DataKind, LibraryNode, Program, Storage, SymExpr, Tensor};
-use crate::ops::{self, OpError, TensorType};
+use crate::ir::{Attr, DataDesc, DataKind, Program, Storage, SymExpr, Tensor};
+use crate::ops::{self, TensorType};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -53,9 +56,20 @@ fn mark_split_count(node: &NodeProto, attrs: &mut BTreeMap<String, Attr>) {
     }
 }
 
+/// The operator the importer uses to copy a value into a graph output.
+const IDENTITY: &str = "Identity";
+/// Operators that only rename their first input at inference time.
+const PASS_THROUGH: [&str; 2] = [IDENTITY, "Dropout"];
+
 /// Loads `path` (which inlines external data found next to it) and imports it.
 pub fn import_file(path: &Path, opts: &ImportOptions) -> Result<Program, OnnxError> {
     import(&load_file(path)?, opts)
+}
+
+/// Decodes, checks and imports a model held in memory; external data is read relative to
+/// `opts.base_dir`. The entry point for untrusted bytes (the fuzz target calls it).
+pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Program, OnnxError> {
+    import(&load_model(bytes)?, opts)
 }
 
 /// Imports a checked or unchecked model into a validated program.
@@ -90,6 +104,8 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
         declared: BTreeMap::new(),
         outputs: BTreeSet::new(),
         all_names: all_names(graph),
+        alias: BTreeMap::new(),
+        bound: BTreeMap::new(),
     };
     let mut p = Program::new(name);
     imp.initializers(&mut p)?;
@@ -110,7 +126,8 @@ fn check_supported(graph: &GraphProto, labels: &[String]) -> Result<(), OnnxErro
         .zip(labels)
         .filter_map(|(n, label)| {
             let op = n.op_type.clone().unwrap_or_default();
-            (op != "Constant" && ops::lookup(&op).is_none()).then(|| UnsupportedNode {
+            let known = IMPORTER_HANDLED.contains(&op.as_str()) || ops::lookup(&op).is_some();
+            (!known).then(|| UnsupportedNode {
                 node: label.clone(),
                 op,
                 domain: n.domain.clone().unwrap_or_default(),
@@ -158,6 +175,10 @@ struct Importer<'m> {
     declared: BTreeMap<String, &'m ValueInfoProto>,
     outputs: BTreeSet<String>,
     all_names: BTreeSet<String>,
+    /// Outputs of removed `Identity`/`Dropout` nodes → the container they rename.
+    alias: BTreeMap<String, String>,
+    /// Values of the bound symbols (dimensions stay symbolic in types; folding uses these).
+    bound: BTreeMap<String, i64>,
 }
 
 fn non_empty(name: Option<&String>, what: impl FnOnce() -> String) -> Result<String, OnnxError> {
@@ -221,6 +242,11 @@ impl<'m> Importer<'m> {
             names.insert(name);
         }
         check_options(self.opts, &names, &syms)?;
+        self.bound = syms
+            .values
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| (k.clone(), v)))
+            .collect();
         p.symbols = syms.values;
         Ok(())
     }
@@ -248,35 +274,62 @@ impl<'m> Importer<'m> {
         for (i, node) in self.graph.node.iter().enumerate() {
             let label = &self.labels[i];
             if node.op_type.as_deref() == Some("Constant") {
-                self.constant(node, label, b)?;
+                let [out] = node.output.as_slice() else {
+                    return Err(OnnxError::attribute(
+                        label,
+                        "output",
+                        format!("a Constant node has one output, not {}", node.output.len()),
+                    ));
+                };
+                let value = constant_value(node, label, self.opts.base_dir.as_deref())?;
+                self.constant_result(b, label, out, value)?;
             } else {
-                self.library(i, node, label, b)?;
+                self.node(i, node, label, b)?;
             }
         }
         Ok(())
     }
 
-    fn constant(
+    /// The container that holds tensor `name`: itself, or the input of the `Identity`/`Dropout`
+    /// it was renamed from.
+    fn resolve<'n>(&'n self, name: &'n str) -> &'n str {
+        self.alias.get(name).map_or(name, String::as_str)
+    }
+
+    /// Records a value computed at import time (a `Constant` node or a folded node). A graph
+    /// output keeps its name as an output container filled by an `Identity` copy of a hidden
+    /// constant, because callers expect every output to be computed.
+    fn constant_result(
         &mut self,
-        node: &NodeProto,
-        label: &str,
         b: &mut ScopeBuilder,
+        label: &str,
+        name: &str,
+        value: Tensor,
     ) -> Result<(), OnnxError> {
-        let [out] = node.output.as_slice() else {
-            return Err(OnnxError::attribute(
-                label,
-                "output",
-                format!("a Constant node has one output, not {}", node.output.len()),
-            ));
-        };
-        let out = non_empty(Some(out), || format!("the output of node `{label}`"))?;
-        self.define(&out, label)?;
-        let value = constant_value(node, label, self.opts.base_dir.as_deref())?;
+        let name = non_empty(Some(&name.to_string()), || {
+            format!("the output of node `{label}`")
+        })?;
         let ty = TensorType::new(value.dtype(), static_shape(&value));
-        self.check_declared(&out, label, &ty)?;
-        self.declare(b, &out, label, &ty, DataKind::Constant)?;
-        self.types.insert(out.clone(), ty);
-        self.constants.insert(out, value);
+        if self.outputs.contains(&name) {
+            let hidden = self.fresh_name(b, &format!("{name}_value"));
+            self.declare(b, &hidden, label, &ty, DataKind::Constant)?;
+            self.types.insert(hidden.clone(), ty.clone());
+            self.constants.insert(hidden.clone(), value);
+            return self.emit(
+                b,
+                label,
+                IDENTITY,
+                BTreeMap::new(),
+                &[Some(hidden)],
+                &[ty],
+                &[name],
+            );
+        }
+        self.define(&name, label)?;
+        self.check_declared(&name, label, &ty)?;
+        self.declare(b, &name, label, &ty, DataKind::Constant)?;
+        self.types.insert(name.clone(), ty);
+        self.constants.insert(name, value);
         Ok(())
     }
 
@@ -306,7 +359,8 @@ impl<'m> Importer<'m> {
         }
     }
 
-    /// The tensor a node reads, or a dangling-reference error naming a later producer if any.
+    /// The type of the tensor a node reads, or a dangling-reference error naming a later
+    /// producer if any.
     fn resolve_input(
         &self,
         index: usize,
@@ -314,7 +368,7 @@ impl<'m> Importer<'m> {
         tensor: &str,
     ) -> Result<TensorType, OnnxError> {
         self.types
-            .get(tensor)
+            .get(self.resolve(tensor))
             .cloned()
             .ok_or_else(|| OnnxError::Dangling {
                 node: label.to_string(),
@@ -326,98 +380,10 @@ impl<'m> Importer<'m> {
             })
     }
 
-    fn library(
-        &mut self,
-        index: usize,
-        node: &NodeProto,
-        label: &str,
-        b: &mut ScopeBuilder,
-    ) -> Result<(), OnnxError> {
-        let op_name = node.op_type.clone().unwrap_or_default();
-        let infer_err = |source: OpError| OnnxError::Infer {
-            node: label.to_string(),
-            op: op_name.clone(),
-            source: Box::new(source),
-        };
-        let op = ops::lookup(&op_name).ok_or_else(|| OnnxError::Unsupported {
-            nodes: vec![UnsupportedNode {
-                node: label.to_string(),
-                op: op_name.clone(),
-                domain: node.domain.clone().unwrap_or_default(),
-            }],
-        })?;
-        let mut attrs = convert(node, label)?;
-        mark_opset_semantics(&op_name, self.opset, &mut attrs);
-        mark_split_count(node, &mut attrs);
-        let mut in_types = Vec::with_capacity(node.input.len());
-        for tensor in &node.input {
-            in_types.push(match tensor.is_empty() {
-                true => None,
-                false => Some(self.resolve_input(index, label, tensor)?),
-            });
-        }
-        ops::check_arity(op, node.input.len()).map_err(infer_err)?;
-        // Trailing empty names are omitted optional outputs.
-        let listed = node
-            .output
-            .iter()
-            .rposition(|o| !o.is_empty())
-            .map_or(0, |k| k + 1);
-        if listed > op.output_count() {
-            return Err(infer_err(OpError::unsupported(
-                &op_name,
-                format!(
-                    "the node lists {listed} outputs but the operator produces {}",
-                    op.output_count()
-                ),
-            )));
-        }
-        let lib = LibraryNode {
-            op: op_name.clone(),
-            attrs,
-        };
-        let consts: Vec<Option<&Tensor>> =
-            node.input.iter().map(|t| self.constants.get(t)).collect();
-        let out_types = op.infer(&lib, &in_types, &consts).map_err(infer_err)?;
-        let mut outs = Vec::with_capacity(listed);
-        for (k, tensor) in node.output[..listed].iter().enumerate() {
-            let ty = out_types.get(k).ok_or_else(|| {
-                infer_err(OpError::shape(
-                    &op_name,
-                    format!("type inference returned no type for output {k}"),
-                ))
-            })?;
-            let name = if tensor.is_empty() {
-                self.unused_output_name(b, label, k)
-            } else {
-                self.define(tensor, label)?;
-                self.check_declared(tensor, label, ty)?;
-                self.types.insert(tensor.clone(), ty.clone());
-                tensor.clone()
-            };
-            let kind = if self.outputs.contains(&name) {
-                DataKind::Output
-            } else {
-                DataKind::Transient
-            };
-            self.declare(b, &name, label, ty, kind)?;
-            outs.push(name);
-        }
-        let inputs: Vec<Option<&str>> = node
-            .input
-            .iter()
-            .map(|t| (!t.is_empty()).then_some(t.as_str()))
-            .collect();
-        let outputs: Vec<&str> = outs.iter().map(String::as_str).collect();
-        b.library(label, &op_name, lib.attrs, &inputs, &outputs);
-        Ok(())
-    }
-
-    /// A container for an output the model leaves unnamed in the middle of the output list; the
-    /// name avoids every tensor name in the model and every declared container.
-    fn unused_output_name(&self, b: &ScopeBuilder, label: &str, k: usize) -> String {
-        let base = format!("{label}_unused_out{k}");
-        std::iter::once(base.clone())
+    /// A container name starting with `base` that avoids every tensor name in the model and
+    /// every declared container.
+    fn fresh_name(&self, b: &ScopeBuilder, base: &str) -> String {
+        std::iter::once(base.to_string())
             .chain((1..).map(|j| format!("{base}_{j}")))
             .find(|n| !self.all_names.contains(n) && b.desc(n).is_none())
             .expect("unbounded candidate names")

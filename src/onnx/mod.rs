@@ -14,7 +14,14 @@
 //!   order in `Program::inputs` / `Program::outputs`; everything else a node computes is
 //!   `Transient`. Initializers and the values of `Constant` nodes become `Constant` data whose
 //!   values are in `Program::constants`; a graph input that is also an initializer is a constant
-//!   (the initializer is its value), not an input. A graph output must be computed by a node.
+//!   (the initializer is its value), not an input. A graph output must be computed by a node;
+//!   one whose value is known at import time is copied from a hidden constant by `Identity`.
+//! - **Idioms** ([`idioms`]). `Identity` and inference-mode `Dropout` are renamings: readers of
+//!   their output read the input's container (unless the output is a graph output). A node
+//!   whose inputs are all constants is evaluated with [`crate::ops::Operator::eval`] and its
+//!   outputs become constants; `Shape`/`Size` of an input whose shape is static (once bound
+//!   symbols are substituted) fold from the type alone, so exporters' shape subgraphs
+//!   (`Shape → Gather → Unsqueeze → Concat → Reshape`) disappear when shapes are known.
 //! - **Symbols.** Every `dim_param` of a graph input becomes a program symbol of the same name,
 //!   bound when `ImportOptions::dims` or `ImportOptions::input_shapes` gives it a value and left
 //!   unbound otherwise; shapes keep the symbol either way. A dimension with neither a value nor a
@@ -40,15 +47,17 @@
 
 pub mod attrs;
 pub mod error;
+pub mod idioms;
 pub mod import;
 pub mod load;
 pub mod proto;
 pub mod signature;
+pub mod summary;
 pub mod tensor;
 pub mod writer;
 
 pub use error::{OnnxError, UnsupportedNode};
-pub use import::{import, import_file, ImportOptions};
+pub use import::{import, import_bytes, import_file, ImportOptions};
 pub use load::{load_file, load_model};
 pub use proto::ModelProto;
 pub use writer::{AttrValue, DimSpec, ModelBuilder};

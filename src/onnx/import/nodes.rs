@@ -1,0 +1,256 @@
+//! The per-node part of the import: each ordinary ONNX node is renamed away (`Identity`,
+//! inference `Dropout`), folded into constants (static `Shape`/`Size`, or every input constant,
+//! through the operator's reference `eval`), or appended as a library node.
+
+use super::{mark_opset_semantics, mark_split_count, Importer, IDENTITY, PASS_THROUGH};
+use crate::ir::build::ScopeBuilder;
+use crate::ir::{Attr, DataKind, LibraryNode, SymExpr, Tensor};
+use crate::onnx::attrs::convert;
+use crate::onnx::error::{OnnxError, UnsupportedNode};
+use crate::onnx::idioms::{all_kept, dropout_refusal, shape_from_type};
+use crate::onnx::proto::NodeProto;
+use crate::ops::{self, OpError, TensorType};
+use std::collections::BTreeMap;
+
+impl Importer<'_> {
+    /// One ordinary node: renamed away (`Identity`, inference `Dropout`), folded into constants
+    /// (static `Shape`/`Size`, or every input constant), or kept as a library node.
+    pub(super) fn node(
+        &mut self,
+        index: usize,
+        node: &NodeProto,
+        label: &str,
+        b: &mut ScopeBuilder,
+    ) -> Result<(), OnnxError> {
+        let op_name = node.op_type.clone().unwrap_or_default();
+        let infer_err = |source: OpError| OnnxError::Infer {
+            node: label.to_string(),
+            op: op_name.clone(),
+            source: Box::new(source),
+        };
+        let mut attrs = convert(node, label)?;
+        mark_opset_semantics(&op_name, self.opset, &mut attrs);
+        mark_split_count(node, &mut attrs);
+        let inputs: Vec<Option<String>> = node
+            .input
+            .iter()
+            .map(|t| (!t.is_empty()).then(|| self.resolve(t).to_string()))
+            .collect();
+        let mut in_types = Vec::with_capacity(node.input.len());
+        for tensor in &node.input {
+            in_types.push(match tensor.is_empty() {
+                true => None,
+                false => Some(self.resolve_input(index, label, tensor)?),
+            });
+        }
+        // Trailing empty names are omitted optional outputs.
+        let listed = node
+            .output
+            .iter()
+            .rposition(|o| !o.is_empty())
+            .map_or(0, |k| k + 1);
+        let outputs = &node.output[..listed];
+        if let Some(folded) = self.fold_by_type(&op_name, &attrs, &in_types, outputs.len()) {
+            return self.constant_result(b, label, &outputs[0], folded);
+        }
+        if PASS_THROUGH.contains(&op_name.as_str()) {
+            return self.pass_through(b, label, &op_name, attrs, &inputs, &in_types, outputs);
+        }
+        let op = ops::lookup(&op_name).ok_or_else(|| OnnxError::Unsupported {
+            nodes: vec![UnsupportedNode {
+                node: label.to_string(),
+                op: op_name.clone(),
+                domain: node.domain.clone().unwrap_or_default(),
+            }],
+        })?;
+        ops::check_arity(op, node.input.len()).map_err(infer_err)?;
+        if listed > op.output_count() {
+            return Err(infer_err(OpError::unsupported(
+                &op_name,
+                format!(
+                    "the node lists {listed} outputs but the operator produces {}",
+                    op.output_count()
+                ),
+            )));
+        }
+        let lib = LibraryNode {
+            op: op_name.clone(),
+            attrs,
+        };
+        let (out_types, folded) = {
+            let consts: Vec<Option<&Tensor>> = inputs
+                .iter()
+                .map(|t| t.as_ref().and_then(|t| self.constants.get(t)))
+                .collect();
+            let out_types = op.infer(&lib, &in_types, &consts).map_err(infer_err)?;
+            let all_constant = inputs
+                .iter()
+                .zip(&consts)
+                .all(|(name, value)| name.is_none() || value.is_some());
+            let folded = match inputs.iter().any(Option::is_some) && all_constant {
+                true => Some(op.eval(&lib, &consts).map_err(infer_err)?),
+                false => None,
+            };
+            (out_types, folded)
+        };
+        let Some(values) = folded else {
+            return self.emit(b, label, &op_name, lib.attrs, &inputs, &out_types, outputs);
+        };
+        for (k, tensor) in outputs.iter().enumerate() {
+            let value = values.get(k).cloned().ok_or_else(|| {
+                infer_err(OpError::shape(
+                    &op_name,
+                    format!("evaluation returned no value for output {k}"),
+                ))
+            })?;
+            if !tensor.is_empty() {
+                self.constant_result(b, label, tensor, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Shape`/`Size` of an input whose shape is static once bound symbols are substituted,
+    /// whatever the operator library offers.
+    fn fold_by_type(
+        &self,
+        op: &str,
+        attrs: &BTreeMap<String, Attr>,
+        in_types: &[Option<TensorType>],
+        outputs: usize,
+    ) -> Option<Tensor> {
+        let ([Some(ty)], 1) = (in_types, outputs) else {
+            return None;
+        };
+        let lookup = |s: &str| self.bound.get(s).copied();
+        let dims = ty
+            .shape
+            .iter()
+            .map(|d| {
+                d.eval_with(&lookup)
+                    .map_or_else(|_| d.clone(), SymExpr::Int)
+            })
+            .collect();
+        shape_from_type(op, attrs, &TensorType::new(ty.dtype, dims))
+    }
+
+    /// `Identity` and inference-mode `Dropout`: later readers of the output read the input
+    /// directly. A graph output keeps its name and becomes an `Identity` copy (with the node's
+    /// attributes, which the copy ignores).
+    #[allow(clippy::too_many_arguments)]
+    fn pass_through(
+        &mut self,
+        b: &mut ScopeBuilder,
+        label: &str,
+        op: &str,
+        attrs: BTreeMap<String, Attr>,
+        inputs: &[Option<String>],
+        in_types: &[Option<TensorType>],
+        outputs: &[String],
+    ) -> Result<(), OnnxError> {
+        let err = |source: OpError| OnnxError::Infer {
+            node: label.to_string(),
+            op: op.to_string(),
+            source: Box::new(source),
+        };
+        let (max_in, max_out) = if op == IDENTITY { (1, 1) } else { (3, 2) };
+        let (Some(Some(src)), Some(Some(ty))) = (inputs.first(), in_types.first()) else {
+            return Err(err(OpError::shape(op, "missing first input")));
+        };
+        if inputs.len() > max_in || outputs.len() > max_out {
+            return Err(err(OpError::shape(
+                op,
+                format!(
+                    "{} input(s) and {} output(s), at most {max_in} and {max_out} allowed",
+                    inputs.len(),
+                    outputs.len()
+                ),
+            )));
+        }
+        if op != IDENTITY {
+            let consts: Vec<Option<&Tensor>> = inputs
+                .iter()
+                .map(|t| t.as_ref().and_then(|t| self.constants.get(t)))
+                .collect();
+            let present: Vec<bool> = inputs.iter().map(Option::is_some).collect();
+            if let Some(reason) = dropout_refusal(&consts, &present) {
+                return Err(err(OpError::unsupported(op, reason)));
+            }
+        }
+        if let Some(mask) = outputs.get(1).filter(|m| !m.is_empty()) {
+            let shape = ty.static_shape().ok_or_else(|| {
+                err(OpError::unsupported(
+                    op,
+                    "the mask output of a symbolically shaped tensor is not supported",
+                ))
+            })?;
+            self.constant_result(b, label, mask, all_kept(&shape))?;
+        }
+        let Some(out) = outputs.first().filter(|o| !o.is_empty()) else {
+            return Ok(());
+        };
+        if self.outputs.contains(out) {
+            let out = [out.clone()];
+            let src = [Some(src.clone())];
+            return self.emit(
+                b,
+                label,
+                IDENTITY,
+                attrs,
+                &src,
+                std::slice::from_ref(ty),
+                &out,
+            );
+        }
+        self.define(out, label)?;
+        self.check_declared(out, label, ty)?;
+        self.alias.insert(out.clone(), src.clone());
+        Ok(())
+    }
+
+    /// Appends library node `label` reading `inputs` (container names, `None` for absent
+    /// optional inputs) and writing `outputs` (ONNX names, empty for unused ones) typed
+    /// `out_types`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn emit(
+        &mut self,
+        b: &mut ScopeBuilder,
+        label: &str,
+        op: &str,
+        attrs: BTreeMap<String, Attr>,
+        inputs: &[Option<String>],
+        out_types: &[TensorType],
+        outputs: &[String],
+    ) -> Result<(), OnnxError> {
+        let mut outs = Vec::with_capacity(outputs.len());
+        for (k, tensor) in outputs.iter().enumerate() {
+            let ty = out_types.get(k).ok_or_else(|| OnnxError::Infer {
+                node: label.to_string(),
+                op: op.to_string(),
+                source: Box::new(OpError::shape(
+                    op,
+                    format!("type inference returned no type for output {k}"),
+                )),
+            })?;
+            let name = if tensor.is_empty() {
+                self.fresh_name(b, &format!("{label}_unused_out{k}"))
+            } else {
+                self.define(tensor, label)?;
+                self.check_declared(tensor, label, ty)?;
+                self.types.insert(tensor.clone(), ty.clone());
+                tensor.clone()
+            };
+            let kind = if self.outputs.contains(&name) {
+                DataKind::Output
+            } else {
+                DataKind::Transient
+            };
+            self.declare(b, &name, label, ty, kind)?;
+            outs.push(name);
+        }
+        let inputs: Vec<Option<&str>> = inputs.iter().map(Option::as_deref).collect();
+        let outputs: Vec<&str> = outs.iter().map(String::as_str).collect();
+        b.library(label, op, attrs, &inputs, &outputs);
+        Ok(())
+    }
+}
