@@ -196,6 +196,9 @@ struct BindingArgs {
     /// Bind a symbolic dimension, e.g. `--dim batch=1`.
     #[arg(long = "dim", value_name = "NAME=VALUE")]
     dims: Vec<String>,
+    /// Import the ONNX graph as written: no constant folding, no Identity/Dropout removal.
+    #[arg(long)]
+    as_written: bool,
 }
 
 impl From<BindingArgs> for Bindings {
@@ -203,6 +206,7 @@ impl From<BindingArgs> for Bindings {
         Bindings {
             shapes: b.shapes,
             dims: b.dims,
+            as_written: b.as_written,
         }
     }
 }

@@ -340,3 +340,26 @@ fn summary_counts_operators_parameters_bytes_and_flops() {
         "{text}"
     );
 }
+
+#[test]
+fn as_written_keeps_constant_subgraphs_and_identities() {
+    use dmove::onnx::{import, ImportOptions, ModelBuilder};
+    let model = ModelBuilder::new("as_written", 17)
+        .input("x", [2])
+        .output("y", [2])
+        .initializer("c", &[2], vec![1.0, -1.0])
+        .node("Relu", &["c"], &["r"], vec![])
+        .node("Identity", &["x"], &["xi"], vec![])
+        .node("Add", &["xi", "r"], &["y"], vec![])
+        .build();
+    let folded = import(&model, &ImportOptions::default()).expect("imports");
+    assert_eq!(library_ops(&folded), ["Add"]);
+    let opts = ImportOptions {
+        as_written: true,
+        ..ImportOptions::default()
+    };
+    let written = import(&model, &opts).expect("imports");
+    let mut seen = library_ops(&written);
+    seen.sort();
+    assert_eq!(seen, ["Add", "Identity", "Relu"]);
+}

@@ -19,7 +19,13 @@ use std::collections::BTreeMap;
 
 /// Imports an in-memory model.
 pub fn model(b: ModelBuilder) -> Program {
-    import(&b.build(), &ImportOptions::default()).expect("the test model imports")
+    // As written: the operator-level rewrites under test must see the nodes the importer
+    // would otherwise fold or remove.
+    let opts = ImportOptions {
+        as_written: true,
+        ..ImportOptions::default()
+    };
+    import(&b.build(), &opts).expect("the test model imports")
 }
 
 /// The operators of the library nodes, in program order.

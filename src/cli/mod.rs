@@ -77,12 +77,15 @@ pub struct Bindings {
     pub shapes: Vec<String>,
     /// `--dim batch=1`
     pub dims: Vec<String>,
+    /// `--as-written`: no constant folding or Identity/Dropout removal at import.
+    pub as_written: bool,
 }
 
 impl Bindings {
     pub fn import_options(&self, base_dir: Option<PathBuf>) -> Result<ImportOptions, CliError> {
         let mut opts = ImportOptions {
             base_dir,
+            as_written: self.as_written,
             ..ImportOptions::default()
         };
         for s in &self.shapes {

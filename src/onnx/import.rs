@@ -27,6 +27,10 @@ pub struct ImportOptions {
     /// Directory that external tensor data is relative to. Only models from [`super::load_model`]
     /// or built in memory need it: [`super::load_file`] already inlines external data.
     pub base_dir: Option<PathBuf>,
+    /// Keep the graph exactly as the model writes it: no constant folding, no removal of
+    /// `Identity`/`Dropout` (for studying or rewriting those nodes explicitly, e.g. with the
+    /// ConstantFolding transformation).
+    pub as_written: bool,
 }
 
 /// Operators whose pre-opset-13 semantics ("flatten to 2-D at `axis`, default 1") differ from

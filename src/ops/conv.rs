@@ -1,9 +1,8 @@
 //! Conv: grouped, strided, dilated, padded convolution over any number of spatial axes (NC…).
 
-use super::expand::elementwise_index;
 use super::window::{
-    conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap, tensor_input, Tap,
-    Window,
+    bias_init, conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap,
+    tensor_input, Tap, Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, Out};
@@ -199,30 +198,8 @@ impl Operator for Conv {
         )?;
         let label = ctx.label.clone();
 
-        let (params, idx) = elementwise_index(&yd.shape);
-        let (init_in, init_value) = match &bias {
-            Some((b, _)) => (
-                vec![In("b", b, Subset::element([idx[1].clone()]))],
-                TExpr::input("b"),
-            ),
-            None => (vec![], TExpr::Const(0.0)),
-        };
-        let params_ref = params
-            .iter()
-            .map(|(n, r)| (n.as_str(), r.clone()))
-            .collect();
-        ctx.b.map(
-            &format!("{label}_init"),
-            params_ref,
-            Schedule::Sequential,
-            |b| {
-                b.tasklet(
-                    "init",
-                    init_in,
-                    vec![Out("y", &y, Subset::element(idx), None, init_value)],
-                );
-            },
-        );
+        let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
+        bias_init(ctx.b, &label, &y, &yd.shape, bias_name);
 
         let rank = shape.window.axes.len();
         let mut params: Vec<(String, Range)> = vec![("n".into(), Range::upto(shape.batch.clone()))];

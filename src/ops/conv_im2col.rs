@@ -18,7 +18,7 @@
 use super::ConvShape;
 use crate::ir::Range;
 use crate::ir::{BinOp, SymExpr, TExpr, Wcr};
-use crate::ops::support::{element_map, fill_map, Read};
+use crate::ops::support::{element_map, Read};
 use crate::ops::{ExpandCtx, OpError};
 
 /// The index names of one expansion and their ranges.
@@ -82,23 +82,8 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let (c, ks, os) = (SymExpr::sym("c"), syms(&axes.kernel), syms(&axes.output));
 
     // Y = bias (broadcast over n and o…) or 0.
-    match &bias {
-        Some((b, _)) => {
-            let (params, idx) = crate::ops::support::params_over("i", &yd.shape);
-            let reads = vec![Read::new("b", b, vec![idx[1].clone()])];
-            let init = format!("{label}_init");
-            element_map(
-                ctx.b,
-                &init,
-                &params,
-                reads,
-                (&y, idx),
-                None,
-                TExpr::input("b"),
-            );
-        }
-        None => fill_map(ctx.b, &format!("{label}_init"), &y, &yd.shape, 0.0),
-    }
+    let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
+    crate::ops::window::bias_init(ctx.b, &label, &y, &yd.shape, bias_name);
 
     // col[n, g, c, k…, o…] = X[…] or 0 in the padding.
     let col_idx: Vec<SymExpr> = syms(&axes.lead)

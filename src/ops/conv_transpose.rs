@@ -19,10 +19,9 @@
 //! range and no write needs a condition. Axes where every position is provably inside keep
 //! their plain affine index.
 
-use super::expand::elementwise_index;
 use super::window::{
-    conv_operands, float_input, int_list, multi_indices, offset, same_dim, sym_shape, tensor_input,
-    AutoPad,
+    bias_init, conv_operands, float_input, int_list, multi_indices, offset, same_dim, sym_shape,
+    tensor_input, AutoPad,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, Out};
@@ -332,30 +331,8 @@ impl Operator for ConvTranspose {
         )?;
         let label = ctx.label.clone();
 
-        let (params, idx) = elementwise_index(&yd.shape);
-        let (init_in, init_value) = match &bias {
-            Some((b, _)) => (
-                vec![In("b", b, Subset::element([idx[1].clone()]))],
-                TExpr::input("b"),
-            ),
-            None => (vec![], TExpr::Const(0.0)),
-        };
-        let params_ref = params
-            .iter()
-            .map(|(n, r)| (n.as_str(), r.clone()))
-            .collect();
-        ctx.b.map(
-            &format!("{label}_init"),
-            params_ref,
-            Schedule::Sequential,
-            |b| {
-                b.tasklet(
-                    "init",
-                    init_in,
-                    vec![Out("y", &y, Subset::element(idx), None, init_value)],
-                );
-            },
-        );
+        let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
+        bias_init(ctx.b, &label, &y, &yd.shape, bias_name);
 
         let mut params: Vec<(String, Range)> = vec![("n".into(), Range::upto(geo.batch.clone()))];
         let g = if geo.group > 1 {

@@ -390,7 +390,7 @@ fn options_must_name_inputs_and_symbols_consistently() {
         let opts = ImportOptions {
             dims,
             input_shapes,
-            base_dir: None,
+            ..ImportOptions::default()
         };
         let e = import(&model, &opts).expect_err("bad options");
         assert!(matches!(&e, OnnxError::Options { .. }), "{e:?}");

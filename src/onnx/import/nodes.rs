@@ -50,10 +50,14 @@ impl Importer<'_> {
             .rposition(|o| !o.is_empty())
             .map_or(0, |k| k + 1);
         let outputs = &node.output[..listed];
-        if let Some(folded) = self.fold_by_type(&op_name, &attrs, &in_types, outputs.len()) {
+        let idioms = !self.opts.as_written;
+        if let Some(folded) = self
+            .fold_by_type(&op_name, &attrs, &in_types, outputs.len())
+            .filter(|_| idioms)
+        {
             return self.constant_result(b, label, &outputs[0], folded);
         }
-        if PASS_THROUGH.contains(&op_name.as_str()) {
+        if idioms && PASS_THROUGH.contains(&op_name.as_str()) {
             return self.pass_through(b, label, &op_name, attrs, &inputs, &in_types, outputs);
         }
         let op = ops::lookup(&op_name).ok_or_else(|| OnnxError::Unsupported {
@@ -87,7 +91,7 @@ impl Importer<'_> {
                 .iter()
                 .zip(&consts)
                 .all(|(name, value)| name.is_none() || value.is_some());
-            let folded = match inputs.iter().any(Option::is_some) && all_constant {
+            let folded = match idioms && inputs.iter().any(Option::is_some) && all_constant {
                 true => Some(op.eval(&lib, &consts).map_err(infer_err)?),
                 false => None,
             };
