@@ -480,6 +480,27 @@ pub fn same_dim(
     }
 }
 
+/// Appends the map that starts a convolution's accumulation: `Y[n, m, o…] = B[m]` when there is a
+/// bias, else 0 (Conv, ConvTranspose and the im2col expansion share it).
+pub(super) fn bias_init(
+    b: &mut crate::ir::build::ScopeBuilder,
+    label: &str,
+    y: &str,
+    y_shape: &[SymExpr],
+    bias: Option<&str>,
+) {
+    let init = format!("{label}_init");
+    match bias {
+        Some(bias) => {
+            let (params, idx) = super::support::params_over("i", y_shape);
+            let reads = vec![super::support::Read::new("b", bias, vec![idx[1].clone()])];
+            let dst = (y, idx);
+            super::support::element_map(b, &init, &params, reads, dst, None, TExpr::input("b"));
+        }
+        None => super::support::fill_map(b, &init, y, y_shape, 0.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -546,26 +567,5 @@ mod tests {
         assert_eq!(all[4], vec![1, 1]);
         assert_eq!(multi_indices(&[]).count(), 1);
         assert_eq!(multi_indices(&[3, 0]).count(), 0);
-    }
-}
-
-/// Appends the map that starts a convolution's accumulation: `Y[n, m, o…] = B[m]` when there is a
-/// bias, else 0 (Conv, ConvTranspose and the im2col expansion share it).
-pub(super) fn bias_init(
-    b: &mut crate::ir::build::ScopeBuilder,
-    label: &str,
-    y: &str,
-    y_shape: &[SymExpr],
-    bias: Option<&str>,
-) {
-    let init = format!("{label}_init");
-    match bias {
-        Some(bias) => {
-            let (params, idx) = super::support::params_over("i", y_shape);
-            let reads = vec![super::support::Read::new("b", bias, vec![idx[1].clone()])];
-            let dst = (y, idx);
-            super::support::element_map(b, &init, &params, reads, dst, None, TExpr::input("b"));
-        }
-        None => super::support::fill_map(b, &init, y, y_shape, 0.0),
     }
 }
