@@ -1,12 +1,12 @@
 //! Conv: grouped, strided, dilated, padded convolution over any number of spatial axes (NC…).
 
+use super::support::{element_map, Read};
 use super::window::{
     bias_init, conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap,
     tensor_input, Tap, Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::build::{In, Out};
-use crate::ir::{BinOp, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
+use crate::ir::{BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
 
 #[path = "conv_im2col.rs"]
 mod im2col;
@@ -230,25 +230,13 @@ impl Operator for Conv {
             Some(cond) => TExpr::select(cond, product, TExpr::Const(0.0)),
             None => product,
         };
-        let params_ref = params
-            .iter()
-            .map(|(n, r)| (n.as_str(), r.clone()))
-            .collect();
-        ctx.b.map(
-            &format!("{label}_acc"),
-            params_ref,
-            Schedule::Sequential,
-            |b| {
-                b.tasklet(
-                    "mac",
-                    vec![
-                        In("x", &x, Subset::element(x_idx)),
-                        In("w", &w, Subset::element(w_idx)),
-                    ],
-                    vec![Out("y", &y, Subset::element(y_idx), Some(Wcr::Sum), value)],
-                );
-            },
-        );
+        let reads = vec![
+            Read::new("x", &x, x_idx.collect()),
+            Read::new("w", &w, w_idx.collect()),
+        ];
+        let dst = (y.as_str(), y_idx.collect());
+        let acc = format!("{label}_acc");
+        element_map(ctx.b, &acc, &params, reads, dst, Some(Wcr::Sum), value);
         Ok(())
     }
 

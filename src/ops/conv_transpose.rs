@@ -19,13 +19,13 @@
 //! range and no write needs a condition. Axes where every position is provably inside keep
 //! their plain affine index.
 
+use super::support::{element_map, Read};
 use super::window::{
     bias_init, conv_operands, float_input, int_list, multi_indices, offset, same_dim, sym_shape,
     tensor_input, AutoPad,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::build::{In, Out};
-use crate::ir::{BinOp, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
+use crate::ir::{BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
 
 pub static OPS: &[&dyn Operator] = &[&ConvTranspose];
 
@@ -382,25 +382,13 @@ impl Operator for ConvTranspose {
             Some(cond) => TExpr::select(cond, product, TExpr::Const(0.0)),
             None => product,
         };
-        let params_ref = params
-            .iter()
-            .map(|(n, r)| (n.as_str(), r.clone()))
-            .collect();
-        ctx.b.map(
-            &format!("{label}_acc"),
-            params_ref,
-            Schedule::Sequential,
-            |b| {
-                b.tasklet(
-                    "mac",
-                    vec![
-                        In("x", &x, Subset::element(x_idx)),
-                        In("w", &w, Subset::element(w_idx)),
-                    ],
-                    vec![Out("y", &y, Subset::element(y_idx), Some(Wcr::Sum), value)],
-                );
-            },
-        );
+        let reads = vec![
+            Read::new("x", &x, x_idx.collect()),
+            Read::new("w", &w, w_idx.collect()),
+        ];
+        let dst = (y.as_str(), y_idx.collect());
+        let acc = format!("{label}_acc");
+        element_map(ctx.b, &acc, &params, reads, dst, Some(Wcr::Sum), value);
         Ok(())
     }
 
