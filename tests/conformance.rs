@@ -4,7 +4,8 @@
 
 use dmove::conformance::{run_case, run_suite, Options, Stage, Status};
 use dmove::ir::Tensor;
-use dmove::onnx::proto::TensorProto;
+use dmove::onnx::proto::tensor_proto::DataType;
+use dmove::onnx::proto::{type_proto, TensorProto};
 use dmove::onnx::tensor::code_of;
 use dmove::onnx::ModelBuilder;
 use prost::Message;
@@ -119,6 +120,46 @@ fn promised_operators_fail_instead_of_being_unsupported() {
     write_case(dir.path(), "test_topk", &model, &[x()], &[max]);
     let r = run_case(&dir.path().join("test_topk"), false);
     assert_ne!(r.status, Status::Unsupported, "{r:?}");
+}
+
+/// The target shape decides Reshape's output shape, so a case feeding it as a graph input runs
+/// with it made a constant from the data set, and says so; the data input `x` stays a real input (it would be
+/// folded away otherwise and the generated C would test nothing). Ordinary inputs never are.
+#[test]
+fn structure_deciding_inputs_are_specialised_and_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut model = ModelBuilder::new("reshape", 17)
+        .input("x", [2, 3])
+        .input("shape", [2])
+        .node("Reshape", &["x", "shape"], &["y"], vec![])
+        .output("y", [3, 2])
+        .build();
+    let shape_type = model.graph.as_mut().expect("graph").input[1]
+        .r#type
+        .as_mut()
+        .and_then(|t| t.value.as_mut());
+    let Some(type_proto::Value::TensorType(shape_type)) = shape_type else {
+        panic!("the builder declares tensor inputs")
+    };
+    shape_type.elem_type = Some(DataType::Int64 as i32);
+    let model = model.encode_to_vec();
+    let shape = Tensor::i64(vec![2], vec![3, 2]);
+    let mut y = x();
+    y.shape = vec![3, 2];
+    write_case(
+        dir.path(),
+        "test_reshape_input",
+        &model,
+        &[x(), shape],
+        &[y],
+    );
+    let r = run_case(&dir.path().join("test_reshape_input"), true);
+    assert_eq!(r.status, Status::Pass, "{r:?}");
+    assert_eq!(r.specialised_inputs, ["shape"]);
+    assert!(r.listed);
+    suite(dir.path());
+    let plain = run_case(&dir.path().join("test_relu_ok"), true);
+    assert!(plain.specialised_inputs.is_empty(), "{plain:?}");
 }
 
 #[test]

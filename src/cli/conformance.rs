@@ -81,6 +81,12 @@ fn line(c: &CaseResult) -> String {
     if let Some(err) = c.max_error {
         out.push_str(&format!(" (max error {err:.2e})"));
     }
+    if !c.specialised_inputs.is_empty() {
+        out.push_str(&format!(
+            " [constant inputs: {}]",
+            c.specialised_inputs.join(", ")
+        ));
+    }
     if let Some(msg) = &c.message {
         // Compiler output and lists of unsupported nodes can be long; the JSON report keeps
         // all of it.
@@ -102,17 +108,20 @@ const MESSAGE_CHARS: usize = 200;
 
 fn summary_line(r: &Report, seconds: f64) -> String {
     let s = r.summary;
-    let runnable = s.passed + s.failed;
-    let rate = if runnable == 0 {
-        0.0
-    } else {
-        100.0 * s.passed as f64 / runnable as f64
+    let percent = |part: usize, whole: usize| match whole {
+        0 => 0.0,
+        _ => 100.0 * part as f64 / whole as f64,
     };
     format!(
-        "{} cases: {} passed, {} failed, {} unsupported ({rate:.1}% of supported cases pass) in {seconds:.1}s",
+        "{} cases: {} passed, {} failed, {} unsupported ({:.1}% of supported cases pass); \
+         using only the promised operators: {}/{} pass ({:.1}%); {seconds:.1}s",
         r.cases.len(),
         s.passed,
         s.failed,
-        s.unsupported
+        s.unsupported,
+        percent(s.passed, s.passed + s.failed),
+        s.listed_passed,
+        s.listed,
+        percent(s.listed_passed, s.listed),
     )
 }

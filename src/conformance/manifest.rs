@@ -98,6 +98,8 @@ mod tests {
             max_error: None,
             stage: None,
             message: None,
+            listed: true,
+            specialised_inputs: Vec::new(),
             seconds: 0.0,
         }
     }

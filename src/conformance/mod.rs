@@ -87,6 +87,12 @@ pub struct CaseResult {
     pub stage: Option<Stage>,
     /// Why the case failed or is unsupported.
     pub message: Option<String>,
+    /// Whether the case uses only [`REQUIRED_OPS`] (the scope of the promised pass rate).
+    pub listed: bool,
+    /// Graph inputs turned into constants from the test data (they decide shapes or loop
+    /// structure, which dmove fixes at import and expansion time).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub specialised_inputs: Vec<String>,
     /// Wall time of the case.
     pub seconds: f64,
 }
@@ -97,6 +103,9 @@ pub struct Summary {
     pub passed: usize,
     pub failed: usize,
     pub unsupported: usize,
+    /// Cases using only [`REQUIRED_OPS`], and how many of them pass.
+    pub listed: usize,
+    pub listed_passed: usize,
 }
 
 /// The whole run, in case-name order.
@@ -115,6 +124,11 @@ impl Report {
                 passed: count(Status::Pass),
                 failed: count(Status::Fail),
                 unsupported: count(Status::Unsupported),
+                listed: cases.iter().filter(|c| c.listed).count(),
+                listed_passed: cases
+                    .iter()
+                    .filter(|c| c.listed && c.status == Status::Pass)
+                    .count(),
             },
             cases,
         }

@@ -10,7 +10,7 @@ use crate::ir::validate::validate;
 use crate::ir::{DType, Program, Tensor};
 use crate::onnx::idioms::{require_bound_inputs, IMPORTER_HANDLED};
 use crate::onnx::load::is_default_domain;
-use crate::onnx::proto::{ModelProto, TensorProto};
+use crate::onnx::proto::{GraphProto, ModelProto, TensorProto};
 use crate::onnx::tensor::code_of;
 use crate::onnx::{import, ImportOptions};
 use crate::ops::expand::expand_all;
@@ -45,8 +45,12 @@ fn at<E: std::fmt::Display>(stage: Stage) -> impl FnOnce(E) -> Failure {
 }
 
 enum Outcome {
-    /// Every output of every data set matched; the largest absolute error.
-    Pass(f64),
+    /// Every output of every data set matched: the largest absolute error, and the graph
+    /// inputs that were made constants (see [`Specialise`]).
+    Pass {
+        worst: f64,
+        specialised: Vec<String>,
+    },
     Unsupported(String),
 }
 
@@ -56,8 +60,12 @@ pub fn run_case(dir: &Path, c: bool) -> CaseResult {
     let start = Instant::now();
     let stage = Cell::new(Stage::Load);
     let outcome = catch_unwind(AssertUnwindSafe(|| evaluate(dir, c, &stage)));
+    let mut specialised_inputs = Vec::new();
     let (status, max_error, stage, message) = match outcome {
-        Ok(Ok(Outcome::Pass(err))) => (Status::Pass, Some(err), None, None),
+        Ok(Ok(Outcome::Pass { worst, specialised })) => {
+            specialised_inputs = specialised;
+            (Status::Pass, Some(worst), None, None)
+        }
         Ok(Ok(Outcome::Unsupported(msg))) => (Status::Unsupported, None, None, Some(msg)),
         Ok(Err(f)) => (Status::Fail, f.max_error, Some(f.stage), Some(f.message)),
         Err(payload) => {
@@ -76,6 +84,8 @@ pub fn run_case(dir: &Path, c: bool) -> CaseResult {
         max_error,
         stage,
         message,
+        listed: read_model(dir).is_ok_and(|m| only_listed_ops(&m)),
+        specialised_inputs,
         seconds: start.elapsed().as_secs_f64(),
     }
 }
@@ -91,24 +101,32 @@ fn evaluate(dir: &Path, c: bool, stage: &Cell<Stage>) -> Result<Outcome, Failure
         )));
     }
     let mut worst: f64 = 0.0;
+    let mut specialised = BTreeSet::new();
     for set in read_data_sets(dir)? {
-        stage.set(Stage::Import);
-        let (p, inputs) = import_for(&model, dir, &set)?;
-        let want: BTreeMap<String, Tensor> = p.outputs.iter().cloned().zip(set.outputs).collect();
+        let ready = prepare(&model, dir, &set, c, stage)?;
+        specialised.extend(ready.specialised);
+        let want: BTreeMap<String, Tensor> = ready
+            .program
+            .outputs
+            .iter()
+            .cloned()
+            .zip(set.outputs)
+            .collect();
         stage.set(Stage::Interpreter);
-        let got = interp::run(&p, &inputs).map_err(at(Stage::Interpreter))?;
+        let got = interp::run(&ready.program, &ready.inputs).map_err(at(Stage::Interpreter))?;
         worst = worst.max(compare(&got, &want, Stage::Interpreter)?);
-        if c {
-            stage.set(Stage::Expand);
-            let lowered = lower(&p)?;
+        if let Some(lowered) = &ready.lowered {
             stage.set(Stage::CCompile);
-            let compiled = Compiled::build(&lowered).map_err(at(Stage::CCompile))?;
+            let compiled = Compiled::build(lowered).map_err(at(Stage::CCompile))?;
             stage.set(Stage::CRun);
-            let got = compiled.run(&inputs).map_err(at(Stage::CRun))?;
+            let got = compiled.run(&ready.inputs).map_err(at(Stage::CRun))?;
             worst = worst.max(compare(&got, &want, Stage::CRun)?);
         }
     }
-    Ok(Outcome::Pass(worst))
+    Ok(Outcome::Pass {
+        worst,
+        specialised: specialised.into_iter().collect(),
+    })
 }
 
 /// Operators (as `domain::op` outside the default domain) that dmove neither implements nor
@@ -134,18 +152,76 @@ fn unsupported_ops(model: &ModelProto) -> BTreeSet<String> {
         .collect()
 }
 
-/// Imports the model with every graph input's shape taken from the data set, so symbolic
-/// dimensions are bound as the case intends, and returns the program with its inputs by name.
+/// How far a case's graph inputs may be turned into constants from its data set, tried in
+/// this order until the model imports (and lowers, when C runs).
 ///
-/// dmove needs shapes at import time, so when the model does not import as it is and has integer
-/// inputs (the node tests feed `Reshape`'s shape, `Slice`'s starts, … as inputs), they are
-/// specialised to the data set's values, as `--shape` specialises dimensions; a model that
-/// imports as it is keeps every input, so its operators run on real inputs.
-fn import_for(
+/// dmove decides shapes and loop structure at import and expansion time, so values that decide
+/// them (`Reshape`'s shape, `Slice`'s starts, `Resize`'s scales, `CumSum`'s axis, `Range`'s
+/// bounds, …), which the node tests feed as graph inputs, must be known then — as `--shape`
+/// specialises dimensions. A model that works as it is keeps every input, so its operators run
+/// on real inputs; the specialised inputs are listed in the case's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Specialise {
+    Nothing,
+    /// Scalars and inputs read only at non-data positions (a node's input 1, 2, …).
+    Parameters,
+    /// Also integer inputs: indices and shapes at data positions (`ConstantOfShape`'s shape).
+    Integers,
+}
+
+impl Specialise {
+    const ORDER: [Specialise; 3] = [
+        Specialise::Nothing,
+        Specialise::Parameters,
+        Specialise::Integers,
+    ];
+
+    fn applies(self, name: &str, t: &Tensor, graph: &GraphProto) -> bool {
+        let integer = matches!(t.dtype(), DType::I64 | DType::I32);
+        let parameter = || {
+            t.shape.is_empty()
+                || graph
+                    .node
+                    .iter()
+                    .all(|n| n.input.iter().position(|i| i == name).is_none_or(|k| k > 0))
+        };
+        match self {
+            Specialise::Nothing => false,
+            Specialise::Parameters => parameter(),
+            Specialise::Integers => integer || parameter(),
+        }
+    }
+}
+
+/// A data set ready to run: the imported program, its lowering when C runs, the remaining
+/// inputs by name, and the inputs that were turned into constants.
+struct Prepared {
+    program: Program,
+    lowered: Option<Program>,
+    inputs: BTreeMap<String, Tensor>,
+    specialised: Vec<String>,
+}
+
+/// Whether every node's operator is in [`REQUIRED_OPS`] (the scope of issue 3's pass rate).
+fn only_listed_ops(model: &ModelProto) -> bool {
+    model.graph.as_ref().is_some_and(|g| {
+        g.node.iter().all(|n| {
+            is_default_domain(n.domain.as_deref().unwrap_or_default())
+                && REQUIRED_OPS.contains(&n.op_type.as_deref().unwrap_or_default())
+        })
+    })
+}
+
+/// Imports (and lowers, when `c`) the model with every graph input's shape taken from the data
+/// set, so symbolic dimensions are bound as the case intends, specialising inputs only as far
+/// as needed (see [`Specialise`]). The failure reported is the unspecialised one.
+fn prepare(
     model: &ModelProto,
     dir: &Path,
     set: &DataSet,
-) -> Result<(Program, BTreeMap<String, Tensor>), Failure> {
+    c: bool,
+    stage: &Cell<Stage>,
+) -> Result<Prepared, Failure> {
     let graph = model
         .graph
         .as_ref()
@@ -176,32 +252,51 @@ fn import_for(
     if graph.output.len() != set.outputs.len() {
         return Err(counts("output", set.outputs.len(), graph.output.len()));
     }
-    let inputs: BTreeMap<String, Tensor> = names.into_iter().zip(set.inputs.clone()).collect();
-    let import_with = |model: &ModelProto, inputs: &BTreeMap<String, Tensor>| {
-        let opts = ImportOptions {
-            input_shapes: inputs
-                .iter()
-                .map(|(n, t)| (n.clone(), t.shape.iter().map(|d| *d as i64).collect()))
-                .collect(),
-            base_dir: Some(dir.to_path_buf()),
-            ..ImportOptions::default()
-        };
-        import(model, &opts)
-    };
-    let first = match import_with(model, &inputs) {
-        Ok(p) => return Ok((p, inputs)),
-        Err(e) => Failure::new(Stage::Import, e.to_string()),
-    };
-    let (integers, rest): (BTreeMap<String, Tensor>, BTreeMap<String, Tensor>) = inputs
-        .into_iter()
-        .partition(|(_, t)| matches!(t.dtype(), DType::I64 | DType::I32));
-    if integers.is_empty() {
-        return Err(first);
+    let all: BTreeMap<String, Tensor> = names.into_iter().zip(set.inputs.clone()).collect();
+    let mut first = None;
+    let mut tried = BTreeSet::new();
+    for level in Specialise::ORDER {
+        let (constant, inputs): (BTreeMap<_, _>, BTreeMap<_, _>) = all
+            .clone()
+            .into_iter()
+            .partition(|(name, t)| level.applies(name, t, graph));
+        if !tried.insert(constant.keys().cloned().collect::<Vec<_>>()) {
+            continue;
+        }
+        stage.set(Stage::Import);
+        let attempt = import_specialised(model, dir, &constant, &inputs).and_then(|program| {
+            stage.set(Stage::Expand);
+            let lowered = c.then(|| lower(&program)).transpose()?;
+            Ok((program, lowered))
+        });
+        match attempt {
+            Ok((program, lowered)) => {
+                return Ok(Prepared {
+                    program,
+                    lowered,
+                    specialised: constant.into_keys().collect(),
+                    inputs,
+                })
+            }
+            Err(f) => {
+                first.get_or_insert(f);
+            }
+        }
     }
+    Err(first.expect("the unspecialised attempt always runs"))
+}
+
+/// Imports `model` with `constant` inputs made initializers and the shapes of `inputs` bound.
+fn import_specialised(
+    model: &ModelProto,
+    dir: &Path,
+    constant: &BTreeMap<String, Tensor>,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<Program, Failure> {
     let mut specialised = model.clone();
     if let Some(g) = specialised.graph.as_mut() {
         g.initializer
-            .extend(integers.iter().map(|(name, t)| TensorProto {
+            .extend(constant.iter().map(|(name, t)| TensorProto {
                 name: Some(name.clone()),
                 dims: t.shape.iter().map(|d| *d as i64).collect(),
                 data_type: Some(code_of(t.dtype()) as i32),
@@ -209,10 +304,15 @@ fn import_for(
                 ..TensorProto::default()
             }));
     }
-    match import_with(&specialised, &rest) {
-        Ok(p) => Ok((p, rest)),
-        Err(_) => Err(first),
-    }
+    let opts = ImportOptions {
+        input_shapes: inputs
+            .iter()
+            .map(|(n, t)| (n.clone(), t.shape.iter().map(|d| *d as i64).collect()))
+            .collect(),
+        base_dir: Some(dir.to_path_buf()),
+        ..ImportOptions::default()
+    };
+    import(&specialised, &opts).map_err(at(Stage::Import))
 }
 
 /// Every operator expanded, the result validated, every input dimension bound.

@@ -1,6 +1,7 @@
 //! ONNX graph → IR [`Program`] with one library node per ONNX node (see the module docs of
 //! [`crate::onnx`] for the contract).
 
+mod legacy;
 mod nodes;
 
 use super::attrs::constant_value;

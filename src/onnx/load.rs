@@ -14,9 +14,9 @@ pub const MIN_IR_VERSION: i64 = 3;
 /// The newest IR version whose structure the importer knows (ONNX 1.18); newer files may use
 /// fields it would silently ignore.
 pub const MAX_IR_VERSION: i64 = 11;
-/// Opset 7 made broadcasting numpy-style; older opsets carry per-node `broadcast` attributes that
-/// the operator library does not implement.
-pub const MIN_OPSET: i64 = 7;
+/// The first opset; models older than opset 7 are upgraded while importing (see
+/// `onnx::import::legacy`).
+pub const MIN_OPSET: i64 = 1;
 /// The newest default-domain opset whose operator semantics the library follows (ONNX 1.17).
 pub const MAX_OPSET: i64 = 22;
 

@@ -2,6 +2,7 @@
 //! inference `Dropout`), folded into constants (static `Shape`/`Size`, or every input constant,
 //! through the operator's reference `eval`), or appended as a library node.
 
+use super::legacy::{upgrade_attrs, MODERN_OPSET};
 use super::{mark_opset_semantics, mark_split_count, Importer, IDENTITY, PASS_THROUGH};
 use crate::ir::build::ScopeBuilder;
 use crate::ir::{Attr, DataKind, LibraryNode, SymExpr, Tensor};
@@ -22,6 +23,11 @@ impl Importer<'_> {
         label: &str,
         b: &mut ScopeBuilder,
     ) -> Result<(), OnnxError> {
+        if self.opset < MODERN_OPSET {
+            if let Some(upgraded) = self.legacy_broadcast(index, node, label, b)? {
+                return self.node(index, &upgraded, label, b);
+            }
+        }
         let op_name = node.op_type.clone().unwrap_or_default();
         let infer_err = |source: OpError| OnnxError::Infer {
             node: label.to_string(),
@@ -29,6 +35,9 @@ impl Importer<'_> {
             source: Box::new(source),
         };
         let mut attrs = convert(node, label)?;
+        if self.opset < MODERN_OPSET {
+            upgrade_attrs(&op_name, self.opset, &mut attrs).map_err(infer_err)?;
+        }
         mark_opset_semantics(&op_name, self.opset, &mut attrs);
         mark_split_count(node, &mut attrs);
         let inputs: Vec<Option<String>> = node
