@@ -10,8 +10,8 @@ use crate::ir::validate::validate;
 use crate::ir::{DType, Program, Tensor};
 use crate::onnx::idioms::{require_bound_inputs, IMPORTER_HANDLED};
 use crate::onnx::load::is_default_domain;
-use crate::onnx::proto::{ModelProto, TensorProto};
-use crate::onnx::tensor::code_of;
+use crate::onnx::proto::ModelProto;
+use crate::onnx::tensor::encode_tensor;
 use crate::onnx::{import, ImportOptions};
 use crate::ops::expand::expand_all;
 use crate::ops::lookup;
@@ -201,13 +201,7 @@ fn import_for(
     let mut specialised = model.clone();
     if let Some(g) = specialised.graph.as_mut() {
         g.initializer
-            .extend(integers.iter().map(|(name, t)| TensorProto {
-                name: Some(name.clone()),
-                dims: t.shape.iter().map(|d| *d as i64).collect(),
-                data_type: Some(code_of(t.dtype()) as i32),
-                raw_data: Some(t.to_le_bytes()),
-                ..TensorProto::default()
-            }));
+            .extend(integers.iter().map(|(name, t)| encode_tensor(name, t)));
     }
     match import_with(&specialised, &rest) {
         Ok(p) => Ok((p, rest)),

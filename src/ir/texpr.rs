@@ -7,12 +7,12 @@
 //!
 //! A tasklet computes in one floating-point type, its [`Precision`], decided by
 //! [`Precision::of`] from the element types of the containers it reads and writes: `f64` as soon
-//! as one of them is `f64`, `i64` or `i32` (so integer indices, shapes and counts up to 2^53 stay
-//! exact), `f32` otherwise (`f32` and `bool` containers only). Both backends call that one
+//! as one of them is `f64` or an integer type (so integer indices, shapes and counts up to 2^53
+//! stay exact), `f32` otherwise (`f32`, `bool` and the narrow float storage formats). Both backends call that one
 //! function. Loads convert to the compute type, every intermediate result is a value of the
 //! compute type (the interpreter rounds each one to `f32` in an `f32` tasklet, exactly like C
 //! `float` arithmetic), comparisons and logic yield 1 or 0, and a store converts to the
-//! container's type (truncating toward zero for integers, like a C cast).
+//! container's type by the rules of [`super::scalar`] (integers truncate and wrap).
 
 use super::data::DType;
 use super::sym::SymExpr;
@@ -49,9 +49,9 @@ pub enum Precision {
 
 impl Precision {
     /// The compute type of a tasklet whose edges carry containers of `dtypes`: `f64` when any
-    /// is `f64`, `i64` or `i32`, else `f32`. The one place this rule is stated.
+    /// is `f64` or an integer, else `f32`. The one place this rule is stated.
     pub fn of(dtypes: impl IntoIterator<Item = DType>) -> Precision {
-        let wide = |d: DType| matches!(d, DType::F64 | DType::I64 | DType::I32);
+        let wide = |d: DType| d == DType::F64 || d.is_int();
         if dtypes.into_iter().any(wide) {
             Precision::F64
         } else {
@@ -499,8 +499,9 @@ mod tests {
     #[test]
     fn compute_type_widens_for_integers_and_doubles() {
         assert_eq!(Precision::of([DType::F32, DType::Bool]), Precision::F32);
+        assert_eq!(Precision::of([DType::F16, DType::BF16]), Precision::F32);
         assert_eq!(Precision::of([]), Precision::F32);
-        for wide in [DType::F64, DType::I64, DType::I32] {
+        for wide in [DType::F64, DType::I64, DType::I32, DType::U8, DType::I4] {
             assert_eq!(Precision::of([DType::F32, wide]), Precision::F64);
         }
         // 2^24 + 1 is not an f32: an f32 tasklet rounds it, an f64 one keeps it.

@@ -23,7 +23,7 @@ mod generate;
 mod groupnorm;
 mod identity;
 mod index;
-mod logic;
+pub mod logic;
 mod matmul;
 mod mean;
 mod mish;
