@@ -1,7 +1,7 @@
 //! Running one case: classify its operators, then for each data set import (binding symbolic
 //! dimensions from the input tensors), interpret, expand, compile, run and compare.
 
-use super::case::{read_data_sets, read_model, DataSet};
+use super::case::{as_declared, read_data_sets, read_model, DataSet};
 use super::{case_name, CaseResult, Stage, Status, REQUIRED_OPS};
 use crate::check::{compare_outputs, NumericsError};
 use crate::codegen::Compiled;
@@ -94,7 +94,20 @@ fn evaluate(dir: &Path, c: bool, stage: &Cell<Stage>) -> Result<Outcome, Failure
     for set in read_data_sets(dir)? {
         stage.set(Stage::Import);
         let (p, inputs) = import_for(&model, dir, &set)?;
-        let want: BTreeMap<String, Tensor> = p.outputs.iter().cloned().zip(set.outputs).collect();
+        let declared = |name: &str| p.data.get(name).map(|d| d.dtype);
+        let inputs: BTreeMap<String, Tensor> = inputs
+            .into_iter()
+            .map(|(n, t)| {
+                let t = as_declared(t, declared(&n));
+                (n, t)
+            })
+            .collect();
+        let want: BTreeMap<String, Tensor> = p
+            .outputs
+            .iter()
+            .zip(set.outputs)
+            .map(|(n, t)| (n.clone(), as_declared(t, declared(n))))
+            .collect();
         stage.set(Stage::Interpreter);
         let got = interp::run(&p, &inputs).map_err(at(Stage::Interpreter))?;
         worst = worst.max(compare(&got, &want, Stage::Interpreter)?);
