@@ -140,6 +140,27 @@ fn cases() -> Vec<Case> {
             t(F8E4M3FNUZ, &[f64::NAN, 0.0]),
         ),
         cast(t(F32, &[1e6]), 20, None, t(F8E5M2FNUZ, &[57344.0])),
+        // Out-of-range floats saturate into i64 (a plain C cast would be undefined); narrower
+        // integers then wrap.
+        cast(
+            t(F32, &[3e19, -3e19, -7.9]),
+            7,
+            None,
+            t(I64, &[i64::MAX as f64, i64::MIN as f64, -7.0]),
+        ),
+        cast(t(F64, &[300.0, -129.0]), 3, None, t(I8, &[44.0, 127.0])),
+        // Min/Max reductions start from the type's extremes (i64's maximum included).
+        case(
+            "ReduceMin",
+            vec![t(I64, &[5.0, -3.0, 9.0])],
+            t(I64, &[-3.0]),
+        ),
+        case(
+            "ReduceMax",
+            vec![t(U8, &[5.0, 200.0, 9.0])],
+            t(U8, &[200.0]),
+        ),
+        case("ReduceMin", vec![t(I16, &[5.0, 20.0, 9.0])], t(I16, &[5.0])),
         // 4-bit integers clip and round half to even.
         cast(
             t(F32, &[9.0, 2.5, -8.6, 3.5]),
@@ -274,4 +295,58 @@ fn new_dtypes_round_trip_through_the_text_form() {
     let bad = text.replace("[-128, 127, 0, 1]", "[-129, 127, 0, 1]");
     assert_ne!(bad, text);
     assert!(parse(&bad).is_err());
+}
+
+/// The typed repeated fields of `TensorProto`: narrow integers and float bit patterns in
+/// `int32_data` (4-bit integers packed two per entry), u32/u64 in `uint64_data`; a packed
+/// `raw_data` of the wrong length is a typed error.
+#[test]
+fn onnx_typed_fields_and_packed_int4_decode() {
+    use dmove::onnx::proto::TensorProto;
+    use dmove::onnx::tensor::decode_tensor;
+    let proto = |code: i32, dims: &[i64]| TensorProto {
+        name: Some("t".into()),
+        dims: dims.to_vec(),
+        data_type: Some(code),
+        ..TensorProto::default()
+    };
+    let values = |p: &TensorProto| decode_tensor(p, "t", None).expect("decodes").to_f64_vec();
+    let f16 = TensorProto {
+        int32_data: vec![0x3c00, 0xc000, 0x3555],
+        ..proto(10, &[3])
+    };
+    assert_eq!(values(&f16), [1.0, -2.0, 0.333_251_953_125]);
+    let i8s = TensorProto {
+        int32_data: vec![-128, 127],
+        ..proto(3, &[2])
+    };
+    assert_eq!(values(&i8s), [-128.0, 127.0]);
+    let u64s = TensorProto {
+        uint64_data: vec![u64::MAX, 7],
+        ..proto(13, &[2])
+    };
+    assert_eq!(values(&u64s), [u64::MAX as f64, 7.0]);
+    // Three int4 values -1, 7, -8 packed as 0x7f, 0x08 (low nibble first).
+    let i4 = TensorProto {
+        int32_data: vec![0x7f, 0x08],
+        ..proto(22, &[3])
+    };
+    assert_eq!(values(&i4), [-1.0, 7.0, -8.0]);
+    let u4_raw = TensorProto {
+        raw_data: Some(vec![0x7f, 0x08]),
+        ..proto(21, &[3])
+    };
+    assert_eq!(values(&u4_raw), [15.0, 7.0, 8.0]);
+    let short = TensorProto {
+        raw_data: Some(vec![0x7f]),
+        ..proto(21, &[3])
+    };
+    let err = decode_tensor(&short, "t", None).unwrap_err().to_string();
+    assert!(
+        err.contains("2 bytes") && err.contains("has 1 bytes"),
+        "{err}"
+    );
+    let string = proto(8, &[1]);
+    let err = decode_tensor(&string, "t", None).unwrap_err().to_string();
+    assert!(err.contains("STRING is not supported"), "{err}");
 }

@@ -35,7 +35,8 @@ static inline int64_t dm_clamp(int64_t v, int64_t lo, int64_t hi) { return v < l
 /// Narrow float formats are stored as bit patterns and computed in `float` through these
 /// helpers, which implement exactly `ir::scalar::FloatFormat::{decode, encode}` (the format is
 /// given by its exponent and mantissa widths, bias, special-value kind and largest finite
-/// value); `dm_to_u64` is the `u64` store of `ir::scalar::to_int`.
+/// value); `dm_to_i64` and `dm_to_u64` are the integer stores of `ir::scalar::to_int`:
+/// saturating like Rust's `as` (NaN to 0) where a plain C cast would be undefined.
 pub(crate) const NARROW_HELPERS: &str = r#"static inline float dm_fdec(uint32_t b, int eb, int mb, int bias, int special) {
     uint32_t sign = 1u << (eb + mb), top = (1u << eb) - 1, mones = (1u << mb) - 1;
     uint32_t field = (b >> mb) & top, man = b & mones;
@@ -67,9 +68,15 @@ static inline uint32_t dm_fenc(float x, int eb, int mb, int bias, int special, d
     if (e < 1 - bias) return sign | (uint32_t)ldexp(r, mb - 1 + bias);
     return sign | ((uint32_t)(e + bias) << mb) | ((uint32_t)ldexp(r, mb - e) - (1u << mb));
 }
+static inline int64_t dm_to_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775807.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
 static inline uint64_t dm_to_u64(double x) {
     if (x >= 18446744073709551615.0) return UINT64_MAX;
-    return x >= 9223372036854775808.0 ? (uint64_t)x : (uint64_t)(int64_t)x;
+    return x >= 9223372036854775808.0 ? (uint64_t)x : (uint64_t)dm_to_i64(x);
 }
 "#;
 
@@ -199,7 +206,7 @@ pub(crate) fn to_compute(value: &str, d: DType, p: Precision) -> String {
 }
 
 /// Converts a C expression of the compute type `p` to a value of `d` by the store rules of
-/// `ir::scalar`: integers truncate toward zero and wrap (through `int64_t`), 4-bit integers
+/// `ir::scalar`: integers truncate toward zero and wrap (through `dm_to_i64`), 4-bit integers
 /// clip and round half to even, booleans test for non-zero, narrow floats round to nearest-even.
 pub(crate) fn from_compute(value: &str, d: DType, p: Precision) -> String {
     let zero = if p == Precision::F32 { "0.0f" } else { "0.0" };
@@ -208,7 +215,7 @@ pub(crate) fn from_compute(value: &str, d: DType, p: Precision) -> String {
         DType::F64 if p == Precision::F64 => value.to_string(),
         DType::F32 | DType::F64 => format!("({})({value})", ctype(d)),
         DType::Bool => format!("(uint8_t)(({value}) != {zero})"),
-        DType::I64 => format!("(int64_t)({value})"),
+        DType::I64 => format!("dm_to_i64((double)({value}))"),
         DType::U64 => format!("dm_to_u64((double)({value}))"),
         DType::I4 | DType::U4 => {
             let (lo, hi) = d.int_range().expect("4-bit integer range");
@@ -220,7 +227,7 @@ pub(crate) fn from_compute(value: &str, d: DType, p: Precision) -> String {
             )
         }
         _ if d.is_narrow_float() => format!("dm_enc_{}((float)({value}))", tag(d)),
-        _ => format!("({})(int64_t)({value})", ctype(d)),
+        _ => format!("({})dm_to_i64((double)({value}))", ctype(d)),
     }
 }
 

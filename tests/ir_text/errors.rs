@@ -76,7 +76,11 @@ fn missing_bracket_points_where_it_was_expected() {
 
 #[test]
 fn unknown_dtype_schedule_and_wcr_are_named() {
-    let e = error_at("program \"p\"\ndata X: f128[4] input\ngraph {}", "X:", "f128");
+    let e = error_at(
+        "program \"p\"\ndata X: f128[4] input\ngraph {}",
+        "X:",
+        "f128",
+    );
     assert_eq!(
         e.kind,
         ErrorKind::Unknown {
