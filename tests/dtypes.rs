@@ -161,6 +161,31 @@ fn cases() -> Vec<Case> {
             t(U8, &[200.0]),
         ),
         case("ReduceMin", vec![t(I16, &[5.0, 20.0, 9.0])], t(I16, &[5.0])),
+        // Mod: Python's floored remainder by default (integers), C's fmod with fmod = 1.
+        case(
+            "Mod",
+            vec![
+                t(I8, &[-4.0, 7.0, 5.0, -7.0]),
+                t(I8, &[3.0, -3.0, 5.0, -3.0]),
+            ],
+            t(I8, &[2.0, -2.0, 0.0, -1.0]),
+        ),
+        Case {
+            attrs: vec![("fmod", AttrValue::Int(1))],
+            ..case(
+                "Mod",
+                vec![t(I16, &[-4.0, 7.0]), t(I16, &[3.0, -3.0])],
+                t(I16, &[-1.0, 1.0]),
+            )
+        },
+        Case {
+            attrs: vec![("fmod", AttrValue::Int(1))],
+            ..case(
+                "Mod",
+                vec![t(F16, &[5.5, -5.5, -7.75]), t(F16, &[-2.0, 2.0, 2.5])],
+                t(F16, &[1.5, -1.5, -0.25]),
+            )
+        },
         // 4-bit integers clip and round half to even.
         cast(
             t(F32, &[9.0, 2.5, -8.6, 3.5]),
@@ -349,4 +374,20 @@ fn onnx_typed_fields_and_packed_int4_decode() {
     let string = proto(8, &[1]);
     let err = decode_tensor(&string, "t", None).unwrap_err().to_string();
     assert!(err.contains("STRING is not supported"), "{err}");
+}
+
+/// ONNX allows the floored remainder for integers only: a float Mod without `fmod = 1` is a
+/// typed import error naming the attribute.
+#[test]
+fn float_mod_needs_fmod() {
+    let m = ModelBuilder::new("mod", 13)
+        .input("a", [2])
+        .input("b", [2])
+        .node("Mod", &["a", "b"], &["y"], vec![])
+        .output("y", [2]);
+    let model = load_model(&m.encode()).expect("loads");
+    let err = import(&model, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("fmod") && err.contains("must be 1"), "{err}");
 }

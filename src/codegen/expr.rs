@@ -399,6 +399,7 @@ fn binary(op: BinOp, a: &str, b: &str, p: Precision) -> String {
         BinOp::Mul => format!("({a} * {b})"),
         BinOp::Div => format!("({a} / {b})"),
         BinOp::Pow => format!("{}({a}, {b})", libm("pow", p)),
+        BinOp::Fmod => format!("{}({a}, {b})", libm("fmod", p)),
         BinOp::Max => format!("{}({a}, {b})", libm("fmax", p)),
         BinOp::Min => format!("{}({a}, {b})", libm("fmin", p)),
         BinOp::Lt => truth(format!("{a} < {b}")),

@@ -93,6 +93,8 @@ pub enum BinOp {
     Pow,
     Max,
     Min,
+    /// C's `fmod`: the remainder of truncated division, with the sign of the dividend (exact).
+    Fmod,
     Lt,
     Le,
     Gt,
@@ -187,7 +189,8 @@ impl UnOp {
 }
 
 impl BinOp {
-    /// Infix symbol, or `None` for operators printed as function calls (`pow`, `max`, `min`).
+    /// Infix symbol, or `None` for operators printed as function calls (`pow`, `max`, `min`,
+    /// `fmod`).
     pub fn symbol(self) -> Option<&'static str> {
         Some(match self {
             BinOp::Add => "+",
@@ -202,13 +205,14 @@ impl BinOp {
             BinOp::Ne => "!=",
             BinOp::And => "&&",
             BinOp::Or => "||",
-            BinOp::Pow | BinOp::Max | BinOp::Min => return None,
+            BinOp::Pow | BinOp::Max | BinOp::Min | BinOp::Fmod => return None,
         })
     }
 
     pub fn function_name(self) -> Option<&'static str> {
         match self {
             BinOp::Pow => Some("pow"),
+            BinOp::Fmod => Some("fmod"),
             BinOp::Max => Some("max"),
             BinOp::Min => Some("min"),
             _ => None,
@@ -224,7 +228,7 @@ impl BinOp {
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 4,
             BinOp::Add | BinOp::Sub => 5,
             BinOp::Mul | BinOp::Div => 6,
-            BinOp::Pow | BinOp::Max | BinOp::Min => 9,
+            BinOp::Pow | BinOp::Max | BinOp::Min | BinOp::Fmod => 9,
         }
     }
 
@@ -236,6 +240,7 @@ impl BinOp {
             BinOp::Mul => a * b,
             BinOp::Div => a / b,
             BinOp::Pow => a.powf(b),
+            BinOp::Fmod => a % b,
             BinOp::Max => a.max(b),
             BinOp::Min => a.min(b),
             BinOp::Lt => f32::from(a < b),
@@ -258,6 +263,7 @@ impl BinOp {
             BinOp::Mul => a * b,
             BinOp::Div => a / b,
             BinOp::Pow => a.powf(b),
+            BinOp::Fmod => a % b,
             BinOp::Max => a.max(b),
             BinOp::Min => a.min(b),
             BinOp::Lt => truth(a < b),

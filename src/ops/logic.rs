@@ -66,7 +66,7 @@ fn require_bool(op: &str, t: &TensorType, i: usize) -> Result<(), OpError> {
 
 /// One pointwise map over output 0 reading every input with broadcasting through connectors
 /// `a0, a1, …` and writing `value` (over those connectors).
-fn expand_pointwise(ctx: &mut ExpandCtx, value: TExpr) -> Result<(), OpError> {
+pub(super) fn expand_pointwise(ctx: &mut ExpandCtx, value: TExpr) -> Result<(), OpError> {
     let (y, y_desc) = ctx.output(0)?.clone();
     let (params, idx) = params_over("i", &y_desc.shape);
     let operands = (0..ctx.inputs.len())
@@ -83,7 +83,7 @@ fn expand_pointwise(ctx: &mut ExpandCtx, value: TExpr) -> Result<(), OpError> {
 }
 
 /// Broadcasting `eval`: `f` applied to the inputs' elements at every output position.
-fn eval_pointwise(
+pub(super) fn eval_pointwise(
     op: &str,
     inputs: &[Option<&Tensor>],
     dtype: DType,

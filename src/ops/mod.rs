@@ -27,6 +27,7 @@ pub mod logic;
 mod matmul;
 mod mean;
 mod mish;
+mod modulo;
 mod movement;
 mod norm;
 mod pad;
@@ -226,6 +227,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         matmul::OPS,
         mean::OPS,
         mish::OPS,
+        modulo::OPS,
         norm::OPS,
         pad::OPS,
         pool::OPS,
