@@ -126,9 +126,9 @@ pub fn random_inputs(p: &Program, seed: u64) -> Result<BTreeMap<String, Tensor>,
         let n: usize = shape.iter().product();
         let values: Vec<f64> = (0..n)
             .map(|_| match desc.dtype {
-                DType::F32 | DType::F64 => rng.gen_range(-2.0..2.0),
-                DType::I64 | DType::I32 => f64::from(rng.gen_range(0..4)),
                 DType::Bool => f64::from(u8::from(rng.gen_bool(0.5))),
+                d if d.is_float() => rng.gen_range(-2.0..2.0),
+                _ => f64::from(rng.gen_range(0..4)),
             })
             .collect();
         out.insert(name.clone(), Tensor::from_f64(desc.dtype, shape, &values));

@@ -110,6 +110,8 @@ pub fn emit(p: &Program) -> Result<CProgram, CodegenError> {
         w.line(format!("#include <{h}>"));
     }
     w.raw(expr::HELPERS);
+    w.raw(expr::NARROW_HELPERS);
+    w.raw(&expr::narrow_format_helpers());
     w.raw(&reduction_helpers());
     w.raw(harness::IO_HELPERS);
     globals(&mut w, &data, weights.len());
@@ -322,18 +324,35 @@ fn written(g: &Graph) -> BTreeSet<String> {
     out
 }
 
-/// `dm_max_<t>` / `dm_min_<t>` and their atomic compare-exchange versions for every dtype.
-/// Comparing bit patterns ends the loop even when the stored value is NaN.
+/// `dm_max_<t>` / `dm_min_<t>` and their atomic compare-exchange versions for every dtype, plus
+/// `dm_sum_<t>` / `dm_prod_<t>` for narrow floats, whose bit patterns C cannot add directly
+/// (they combine in `float`, like the interpreter). Comparing bit patterns ends the loop even
+/// when the stored value is NaN.
 fn reduction_helpers() -> String {
     let mut out = String::new();
     for d in DType::ALL {
         let (t, tag) = (ctype(d), expr::tag(d));
-        let (max, min) = match d {
-            DType::F32 => ("fmaxf(a, b)", "fminf(a, b)"),
-            DType::F64 => ("fmax(a, b)", "fmin(a, b)"),
-            _ => ("a > b ? a : b", "a < b ? a : b"),
+        let ops: Vec<(&str, String)> = if d.is_narrow_float() {
+            let dec = |x: &str| format!("dm_dec_{tag}({x})");
+            let (a, b) = (dec("a"), dec("b"));
+            [
+                ("max", format!("fmaxf({a}, {b})")),
+                ("min", format!("fminf({a}, {b})")),
+                ("sum", format!("{a} + {b}")),
+                ("prod", format!("{a} * {b}")),
+            ]
+            .into_iter()
+            .map(|(op, v)| (op, format!("dm_enc_{tag}({v})")))
+            .collect()
+        } else {
+            let (max, min) = match d {
+                DType::F32 => ("fmaxf(a, b)", "fminf(a, b)"),
+                DType::F64 => ("fmax(a, b)", "fmin(a, b)"),
+                _ => ("a > b ? a : b", "a < b ? a : b"),
+            };
+            vec![("max", max.to_string()), ("min", min.to_string())]
         };
-        for (op, body) in [("max", max), ("min", min)] {
+        for (op, body) in ops {
             out.push_str(&format!(
                 "static inline {t} dm_{op}_{tag}({t} a, {t} b) {{ return {body}; }}\n\
                  static inline void dm_atomic_{op}_{tag}({t}* p, {t} v) {{\n\

@@ -14,6 +14,7 @@
 //! wrap-around of negative indices belongs to the operator's expansion, not here.
 
 use super::emit::DataInfo;
+use crate::ir::scalar::{FloatFormat, Special};
 use crate::ir::{BinOp, DType, Dim, Precision, Subset, SymExpr, TExpr, UnOp};
 use std::collections::BTreeMap;
 
@@ -31,37 +32,103 @@ static inline int64_t dm_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t dm_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 "#;
 
-/// The C element type of a dtype (`bool` is stored as one byte, 0 or 1).
+/// Narrow float formats are stored as bit patterns and computed in `float` through these
+/// helpers, which implement exactly `ir::scalar::FloatFormat::{decode, encode}` (the format is
+/// given by its exponent and mantissa widths, bias, special-value kind and largest finite
+/// value); `dm_to_i64` and `dm_to_u64` are the integer stores of `ir::scalar::to_int`:
+/// saturating like Rust's `as` (NaN to 0) where a plain C cast would be undefined.
+pub(crate) const NARROW_HELPERS: &str = r#"static inline float dm_fdec(uint32_t b, int eb, int mb, int bias, int special) {
+    uint32_t sign = 1u << (eb + mb), top = (1u << eb) - 1, mones = (1u << mb) - 1;
+    uint32_t field = (b >> mb) & top, man = b & mones;
+    int nan = special == 0 ? (field == top && man != 0)
+            : special == 1 ? (field == top && man == mones) : b == sign;
+    if (nan) return NAN;
+    double mag;
+    if (special == 0 && field == top) mag = INFINITY;
+    else if (field == 0) mag = ldexp((double)man, 1 - bias - mb);
+    else mag = ldexp((double)((1u << mb) | man), (int)field - bias - mb);
+    return (float)((b & sign) ? -mag : mag);
+}
+static inline uint32_t dm_fenc(float x, int eb, int mb, int bias, int special, double maxf) {
+    uint32_t sign = signbit(x) ? 1u << (eb + mb) : 0, top = (1u << eb) - 1, mones = (1u << mb) - 1;
+    uint32_t nanv = special == 0 ? (sign | (top << mb) | (1u << (mb - 1)))
+                  : special == 1 ? (sign | (top << mb) | mones) : 1u << (eb + mb);
+    if (isnan(x)) return nanv;
+    uint32_t over = special == 0 ? (sign | (top << mb)) : nanv;
+    uint32_t zero = special == 2 ? 0 : sign;
+    double a = fabs((double)x);
+    if (isinf(a)) return over;
+    if (a == 0.0) return zero;
+    int e = ilogb(a);
+    if (e < 1 - bias) e = 1 - bias;
+    double r = ldexp(nearbyint(ldexp(a, mb - e)), e - mb);
+    if (r > maxf) return over;
+    if (r == 0.0) return zero;
+    e = ilogb(r);
+    if (e < 1 - bias) return sign | (uint32_t)ldexp(r, mb - 1 + bias);
+    return sign | ((uint32_t)(e + bias) << mb) | ((uint32_t)ldexp(r, mb - e) - (1u << mb));
+}
+static inline int64_t dm_to_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775807.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+static inline uint64_t dm_to_u64(double x) {
+    if (x >= 18446744073709551615.0) return UINT64_MAX;
+    return x >= 9223372036854775808.0 ? (uint64_t)x : (uint64_t)dm_to_i64(x);
+}
+"#;
+
+/// `dm_dec_<t>` / `dm_enc_<t>` for every narrow float dtype, over [`NARROW_HELPERS`].
+pub(crate) fn narrow_format_helpers() -> String {
+    let mut out = String::new();
+    for d in DType::ALL {
+        let Some(f) = FloatFormat::of(d) else {
+            continue;
+        };
+        let special = match f.special {
+            Special::Ieee => 0,
+            Special::Finite => 1,
+            Special::FiniteUnsignedZero => 2,
+        };
+        let (t, tag) = (ctype(d), tag(d));
+        let args = format!("{}, {}, {}, {special}", f.exp_bits, f.man_bits, f.bias);
+        out.push_str(&format!(
+            "static inline float dm_dec_{tag}({t} b) {{ return dm_fdec(b, {args}); }}\n\
+             static inline {t} dm_enc_{tag}(float x) {{ return ({t})dm_fenc(x, {args}, {}); }}\n",
+            double_literal(f.max_finite())
+        ));
+    }
+    out
+}
+
+/// The C element type of a dtype (`bool` is stored as one byte, 0 or 1; narrow floats as their
+/// bit patterns; 4-bit integers one per byte).
 pub(crate) fn ctype(d: DType) -> &'static str {
     match d {
         DType::F32 => "float",
         DType::F64 => "double",
         DType::I64 => "int64_t",
         DType::I32 => "int32_t",
-        DType::Bool => "uint8_t",
+        DType::I16 => "int16_t",
+        DType::I8 | DType::I4 => "int8_t",
+        DType::U64 => "uint64_t",
+        DType::U32 => "uint32_t",
+        DType::U16 | DType::F16 | DType::BF16 => "uint16_t",
+        DType::Bool
+        | DType::U8
+        | DType::U4
+        | DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ => "uint8_t",
     }
 }
 
 /// Short dtype tag used in helper names (`dm_atomic_max_f32`).
 pub(crate) fn tag(d: DType) -> &'static str {
     d.name()
-}
-
-/// Converts a `float` C expression to a value of `d`.
-pub(crate) fn from_float(value: &str, d: DType) -> String {
-    match d {
-        DType::F32 => value.to_string(),
-        DType::Bool => format!("(uint8_t)(({value}) != 0.0f)"),
-        _ => format!("({})({value})", ctype(d)),
-    }
-}
-
-/// Converts a C expression of type `d` to `float`.
-pub(crate) fn to_float(value: &str, d: DType) -> String {
-    match d {
-        DType::F32 => value.to_string(),
-        _ => format!("((float){value})"),
-    }
 }
 
 /// A symbolic integer expression as C; `resolve` names symbols (map parameters).
@@ -126,21 +193,41 @@ pub(crate) fn float_literal(v: f64) -> String {
 
 /// Converts a C expression of type `d` to the compute type `p`.
 pub(crate) fn to_compute(value: &str, d: DType, p: Precision) -> String {
+    let float = if d.is_narrow_float() {
+        format!("dm_dec_{}({value})", tag(d))
+    } else {
+        value.to_string()
+    };
     match (p, d) {
-        (Precision::F32, _) => to_float(value, d),
-        (Precision::F64, DType::F64) => value.to_string(),
-        (Precision::F64, _) => format!("((double){value})"),
+        (Precision::F32, DType::F32) | (Precision::F64, DType::F64) => value.to_string(),
+        (Precision::F32, _) => format!("((float){float})"),
+        (Precision::F64, _) => format!("((double){float})"),
     }
 }
 
-/// Converts a C expression of the compute type `p` to a value of `d` (a C cast: integers
-/// truncate toward zero, booleans test for non-zero).
+/// Converts a C expression of the compute type `p` to a value of `d` by the store rules of
+/// `ir::scalar`: integers truncate toward zero and wrap (through `dm_to_i64`), 4-bit integers
+/// clip and round half to even, booleans test for non-zero, narrow floats round to nearest-even.
 pub(crate) fn from_compute(value: &str, d: DType, p: Precision) -> String {
-    match (p, d) {
-        (Precision::F32, _) => from_float(value, d),
-        (Precision::F64, DType::F64) => value.to_string(),
-        (Precision::F64, DType::Bool) => format!("(uint8_t)(({value}) != 0.0)"),
-        (Precision::F64, _) => format!("({})({value})", ctype(d)),
+    let zero = if p == Precision::F32 { "0.0f" } else { "0.0" };
+    match d {
+        DType::F32 if p == Precision::F32 => value.to_string(),
+        DType::F64 if p == Precision::F64 => value.to_string(),
+        DType::F32 | DType::F64 => format!("({})({value})", ctype(d)),
+        DType::Bool => format!("(uint8_t)(({value}) != {zero})"),
+        DType::I64 => format!("dm_to_i64((double)({value}))"),
+        DType::U64 => format!("dm_to_u64((double)({value}))"),
+        DType::I4 | DType::U4 => {
+            let (lo, hi) = d.int_range().expect("4-bit integer range");
+            format!(
+                "({})nearbyint(fmin(fmax((double)({value}), {}), {}))",
+                ctype(d),
+                double_literal(lo),
+                double_literal(hi)
+            )
+        }
+        _ if d.is_narrow_float() => format!("dm_enc_{}((float)({value}))", tag(d)),
+        _ => format!("({})dm_to_i64((double)({value}))", ctype(d)),
     }
 }
 
@@ -312,6 +399,7 @@ fn binary(op: BinOp, a: &str, b: &str, p: Precision) -> String {
         BinOp::Mul => format!("({a} * {b})"),
         BinOp::Div => format!("({a} / {b})"),
         BinOp::Pow => format!("{}({a}, {b})", libm("pow", p)),
+        BinOp::Fmod => format!("{}({a}, {b})", libm("fmod", p)),
         BinOp::Max => format!("{}({a}, {b})", libm("fmax", p)),
         BinOp::Min => format!("{}({a}, {b})", libm("fmin", p)),
         BinOp::Lt => truth(format!("{a} < {b}")),

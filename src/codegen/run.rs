@@ -135,18 +135,12 @@ fn decode(arg: &CArg, bytes: &[u8]) -> Result<Tensor, CodegenError> {
             arg.bytes()
         )));
     }
-    fn words<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-        bytes
-            .chunks_exact(N)
-            .map(|c| c.try_into().expect("chunks_exact yields N bytes"))
-    }
-    let data = match arg.dtype {
-        DType::F32 => Buffer::F32(words(bytes).map(f32::from_le_bytes).collect()),
-        DType::F64 => Buffer::F64(words(bytes).map(f64::from_le_bytes).collect()),
-        DType::I64 => Buffer::I64(words(bytes).map(i64::from_le_bytes).collect()),
-        DType::I32 => Buffer::I32(words(bytes).map(i32::from_le_bytes).collect()),
-        DType::Bool => Buffer::Bool(bytes.iter().map(|b| *b != 0).collect()),
-    };
+    let data = Buffer::from_le_bytes(arg.dtype, bytes).ok_or_else(|| {
+        CodegenError::BadOutput(format!(
+            "output `{}` is not a whole number of {} elements",
+            arg.name, arg.dtype
+        ))
+    })?;
     Ok(Tensor {
         shape: arg.shape.clone(),
         data,

@@ -4,9 +4,7 @@
 //! dependence.
 
 use super::emit::{Class, DataInfo};
-use super::expr::{
-    self, ctype, flat, from_compute, from_float, to_compute, to_float, TaskletC, WindowC,
-};
+use super::expr::{self, ctype, flat, from_compute, to_compute, TaskletC, WindowC};
 use super::names::{comment_text, Names};
 use super::{CodegenError, Unlowered};
 use crate::check::race::disjoint_across;
@@ -198,7 +196,8 @@ impl<'a> Emitter<'a> {
         let value = if s.dtype == d.dtype {
             value
         } else {
-            from_float(&to_float(&value, s.dtype), d.dtype)
+            let p = Precision::of([s.dtype, d.dtype]);
+            from_compute(&to_compute(&value, s.dtype, p), d.dtype, p)
         };
         self.w
             .line(format!("{} = {value};", d.element(&flat(&parts, &d.shape))));
@@ -478,14 +477,14 @@ impl<'a> Emitter<'a> {
         let tag = expr::tag(d.dtype);
         match wcr {
             None => self.w.line(format!("{lhs} = {value};")),
-            Some(op @ (Wcr::Sum | Wcr::Prod)) => {
+            Some(op @ (Wcr::Sum | Wcr::Prod)) if !d.dtype.is_narrow_float() => {
                 if atomic {
                     self.w.line("#pragma omp atomic");
                 }
                 let sign = if op == Wcr::Sum { '+' } else { '*' };
                 self.w.line(format!("{lhs} {sign}= {value};"));
             }
-            Some(op @ (Wcr::Max | Wcr::Min)) => {
+            Some(op) => {
                 let name = op.name();
                 if atomic {
                     self.w

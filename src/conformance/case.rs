@@ -3,7 +3,7 @@
 
 use super::run::Failure;
 use super::Stage;
-use crate::ir::Tensor;
+use crate::ir::{Buffer, DType, Tensor};
 use crate::onnx::proto::{ModelProto, TensorProto};
 use crate::onnx::tensor::decode_tensor;
 use prost::Message;
@@ -84,4 +84,20 @@ pub fn read_tensor(path: &Path) -> Result<Tensor, Failure> {
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| path.display().to_string());
     decode_tensor(&proto, &name, path.parent()).map_err(|e| load_failure(path, e))
+}
+
+/// `t` as the model declares it: the ONNX backend tests store bfloat16 data as `uint16` bit
+/// patterns (numpy has no bfloat16), which are reinterpreted, not converted. Any other tensor
+/// is returned as it is (a real type mismatch is reported where it is used).
+pub fn as_declared(t: Tensor, declared: Option<DType>) -> Tensor {
+    match (t.data, declared) {
+        (Buffer::Int(DType::U16, v), Some(DType::BF16)) => Tensor {
+            shape: t.shape,
+            data: Buffer::Narrow(DType::BF16, v.into_iter().map(|x| x as u16).collect()),
+        },
+        (data, _) => Tensor {
+            shape: t.shape,
+            data,
+        },
+    }
 }

@@ -1,7 +1,7 @@
 //! Running one case: classify its operators, then for each data set import (binding symbolic
 //! dimensions from the input tensors), interpret, expand, compile, run and compare.
 
-use super::case::{read_data_sets, read_model, DataSet};
+use super::case::{as_declared, read_data_sets, read_model, DataSet};
 use super::{case_name, CaseResult, Stage, Status, REQUIRED_OPS};
 use crate::check::{compare_outputs, NumericsError};
 use crate::codegen::Compiled;
@@ -10,8 +10,8 @@ use crate::ir::validate::validate;
 use crate::ir::{DType, Program, Tensor};
 use crate::onnx::idioms::{require_bound_inputs, IMPORTER_HANDLED};
 use crate::onnx::load::is_default_domain;
-use crate::onnx::proto::{GraphProto, ModelProto, TensorProto};
-use crate::onnx::tensor::code_of;
+use crate::onnx::proto::{GraphProto, ModelProto};
+use crate::onnx::tensor::encode_tensor;
 use crate::onnx::{import, ImportOptions};
 use crate::ops::expand::expand_all;
 use crate::ops::lookup;
@@ -105,21 +105,30 @@ fn evaluate(dir: &Path, c: bool, stage: &Cell<Stage>) -> Result<Outcome, Failure
     for set in read_data_sets(dir)? {
         let ready = prepare(&model, dir, &set, c, stage)?;
         specialised.extend(ready.specialised);
+        let declared = |name: &str| ready.program.data.get(name).map(|d| d.dtype);
+        let inputs: BTreeMap<String, Tensor> = ready
+            .inputs
+            .into_iter()
+            .map(|(n, t)| {
+                let t = as_declared(t, declared(&n));
+                (n, t)
+            })
+            .collect();
         let want: BTreeMap<String, Tensor> = ready
             .program
             .outputs
             .iter()
-            .cloned()
             .zip(set.outputs)
+            .map(|(n, t)| (n.clone(), as_declared(t, declared(n))))
             .collect();
         stage.set(Stage::Interpreter);
-        let got = interp::run(&ready.program, &ready.inputs).map_err(at(Stage::Interpreter))?;
+        let got = interp::run(&ready.program, &inputs).map_err(at(Stage::Interpreter))?;
         worst = worst.max(compare(&got, &want, Stage::Interpreter)?);
         if let Some(lowered) = &ready.lowered {
             stage.set(Stage::CCompile);
             let compiled = Compiled::build(lowered).map_err(at(Stage::CCompile))?;
             stage.set(Stage::CRun);
-            let got = compiled.run(&ready.inputs).map_err(at(Stage::CRun))?;
+            let got = compiled.run(&inputs).map_err(at(Stage::CRun))?;
             worst = worst.max(compare(&got, &want, Stage::CRun)?);
         }
     }
@@ -296,13 +305,7 @@ fn import_specialised(
     let mut specialised = model.clone();
     if let Some(g) = specialised.graph.as_mut() {
         g.initializer
-            .extend(constant.iter().map(|(name, t)| TensorProto {
-                name: Some(name.clone()),
-                dims: t.shape.iter().map(|d| *d as i64).collect(),
-                data_type: Some(code_of(t.dtype()) as i32),
-                raw_data: Some(t.to_le_bytes()),
-                ..TensorProto::default()
-            }));
+            .extend(constant.iter().map(|(name, t)| encode_tensor(name, t)));
     }
     let opts = ImportOptions {
         input_shapes: inputs

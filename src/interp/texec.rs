@@ -9,6 +9,7 @@
 
 use super::plan::{CIdx, CWindow};
 use super::InterpError;
+use crate::ir::scalar;
 use crate::ir::{BinOp, DType, NodeId, Precision, Tensor, UnOp, Wcr};
 
 /// A tasklet expression over loaded inputs, parameter slots and windows (compiled by
@@ -119,27 +120,18 @@ fn read_element(cx: &Eval, w: &CWindow, at: &[f64]) -> Result<f64, InterpError> 
 }
 
 /// Stores `x` (a value of the compute type) into element `off` of `buf`: converted to the
-/// container's type as a C assignment would (truncation toward zero for integers), then, with
-/// a write-conflict resolution, combined with the stored value in the container's arithmetic.
+/// container's type as the generated C does (see `ir::scalar`), then, with a write-conflict
+/// resolution, combined with the stored value in the container's arithmetic (`f32` for the
+/// types that compute in `f32`, whose C helpers combine in `float` too).
 pub(super) fn store(buf: &mut Tensor, off: usize, wcr: Option<Wcr>, x: f64) {
-    let converted = converted(buf.dtype(), x);
+    let dtype = buf.dtype();
+    let converted = scalar::stored(dtype, x);
     let value = match wcr {
         None => converted,
-        Some(w) if buf.dtype() == DType::F32 => {
+        Some(w) if dtype != DType::Bool && Precision::of([dtype]) == Precision::F32 => {
             f64::from(w.combine(buf.get_f64(off) as f32, converted as f32))
         }
         Some(w) => w.combine_f64(buf.get_f64(off), converted),
     };
     buf.set_f64(off, value);
-}
-
-/// `x` as it reads back after a C assignment to an element of `dtype`.
-fn converted(dtype: DType, x: f64) -> f64 {
-    match dtype {
-        DType::F32 => f64::from(x as f32),
-        DType::F64 => x,
-        DType::I64 => x as i64 as f64,
-        DType::I32 => f64::from(x as i32),
-        DType::Bool => f64::from(u8::from(x != 0.0)),
-    }
 }

@@ -11,6 +11,7 @@ pub mod dot;
 pub mod graph;
 pub mod node;
 pub mod rewrite;
+pub mod scalar;
 pub mod subset;
 pub mod sym;
 pub mod tensor;

@@ -7,12 +7,12 @@
 //!
 //! A tasklet computes in one floating-point type, its [`Precision`], decided by
 //! [`Precision::of`] from the element types of the containers it reads and writes: `f64` as soon
-//! as one of them is `f64`, `i64` or `i32` (so integer indices, shapes and counts up to 2^53 stay
-//! exact), `f32` otherwise (`f32` and `bool` containers only). Both backends call that one
+//! as one of them is `f64` or an integer type (so integer indices, shapes and counts up to 2^53
+//! stay exact), `f32` otherwise (`f32`, `bool` and the narrow float storage formats). Both backends call that one
 //! function. Loads convert to the compute type, every intermediate result is a value of the
 //! compute type (the interpreter rounds each one to `f32` in an `f32` tasklet, exactly like C
 //! `float` arithmetic), comparisons and logic yield 1 or 0, and a store converts to the
-//! container's type (truncating toward zero for integers, like a C cast).
+//! container's type by the rules of [`super::scalar`] (integers truncate and wrap).
 
 use super::data::DType;
 use super::sym::SymExpr;
@@ -49,9 +49,9 @@ pub enum Precision {
 
 impl Precision {
     /// The compute type of a tasklet whose edges carry containers of `dtypes`: `f64` when any
-    /// is `f64`, `i64` or `i32`, else `f32`. The one place this rule is stated.
+    /// is `f64` or an integer, else `f32`. The one place this rule is stated.
     pub fn of(dtypes: impl IntoIterator<Item = DType>) -> Precision {
-        let wide = |d: DType| matches!(d, DType::F64 | DType::I64 | DType::I32);
+        let wide = |d: DType| d == DType::F64 || d.is_int();
         if dtypes.into_iter().any(wide) {
             Precision::F64
         } else {
@@ -93,6 +93,8 @@ pub enum BinOp {
     Pow,
     Max,
     Min,
+    /// C's `fmod`: the remainder of truncated division, with the sign of the dividend (exact).
+    Fmod,
     Lt,
     Le,
     Gt,
@@ -187,7 +189,8 @@ impl UnOp {
 }
 
 impl BinOp {
-    /// Infix symbol, or `None` for operators printed as function calls (`pow`, `max`, `min`).
+    /// Infix symbol, or `None` for operators printed as function calls (`pow`, `max`, `min`,
+    /// `fmod`).
     pub fn symbol(self) -> Option<&'static str> {
         Some(match self {
             BinOp::Add => "+",
@@ -202,13 +205,14 @@ impl BinOp {
             BinOp::Ne => "!=",
             BinOp::And => "&&",
             BinOp::Or => "||",
-            BinOp::Pow | BinOp::Max | BinOp::Min => return None,
+            BinOp::Pow | BinOp::Max | BinOp::Min | BinOp::Fmod => return None,
         })
     }
 
     pub fn function_name(self) -> Option<&'static str> {
         match self {
             BinOp::Pow => Some("pow"),
+            BinOp::Fmod => Some("fmod"),
             BinOp::Max => Some("max"),
             BinOp::Min => Some("min"),
             _ => None,
@@ -224,7 +228,7 @@ impl BinOp {
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 4,
             BinOp::Add | BinOp::Sub => 5,
             BinOp::Mul | BinOp::Div => 6,
-            BinOp::Pow | BinOp::Max | BinOp::Min => 9,
+            BinOp::Pow | BinOp::Max | BinOp::Min | BinOp::Fmod => 9,
         }
     }
 
@@ -236,6 +240,7 @@ impl BinOp {
             BinOp::Mul => a * b,
             BinOp::Div => a / b,
             BinOp::Pow => a.powf(b),
+            BinOp::Fmod => a % b,
             BinOp::Max => a.max(b),
             BinOp::Min => a.min(b),
             BinOp::Lt => f32::from(a < b),
@@ -258,6 +263,7 @@ impl BinOp {
             BinOp::Mul => a * b,
             BinOp::Div => a / b,
             BinOp::Pow => a.powf(b),
+            BinOp::Fmod => a % b,
             BinOp::Max => a.max(b),
             BinOp::Min => a.min(b),
             BinOp::Lt => truth(a < b),
@@ -499,8 +505,9 @@ mod tests {
     #[test]
     fn compute_type_widens_for_integers_and_doubles() {
         assert_eq!(Precision::of([DType::F32, DType::Bool]), Precision::F32);
+        assert_eq!(Precision::of([DType::F16, DType::BF16]), Precision::F32);
         assert_eq!(Precision::of([]), Precision::F32);
-        for wide in [DType::F64, DType::I64, DType::I32] {
+        for wide in [DType::F64, DType::I64, DType::I32, DType::U8, DType::I4] {
             assert_eq!(Precision::of([DType::F32, wide]), Precision::F64);
         }
         // 2^24 + 1 is not an f32: an f32 tasklet rounds it, an f64 one keeps it.

@@ -97,8 +97,8 @@ fn fill_value(a: &AttributeProto, label: &str) -> Result<(Attr, DType), OnnxErro
     }
     let dtype = value.dtype();
     let attr = match dtype {
-        DType::I64 | DType::I32 => Attr::Int(value.to_i64_vec()[0]),
-        DType::F32 | DType::F64 | DType::Bool => Attr::Float(value.get_f64(0)),
+        d if d.is_int() => Attr::Int(value.to_i64_vec()[0]),
+        _ => Attr::Float(value.get_f64(0)),
     };
     Ok((attr, dtype))
 }

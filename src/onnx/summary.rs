@@ -47,7 +47,7 @@ pub fn summarize(p: &Program, model: Option<&ModelProto>) -> ModelSummary {
         }
         None => library,
     };
-    let floats = |d: DType| matches!(d, DType::F32 | DType::F64);
+    let floats = DType::is_float;
     let parameters = p
         .constants
         .values()

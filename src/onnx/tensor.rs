@@ -5,38 +5,50 @@ use super::error::OnnxError;
 use super::proto::tensor_proto::{DataLocation, DataType};
 use super::proto::TensorProto;
 use crate::ir::{Buffer, DType, Tensor};
+use crate::ops::logic::{dtype_of_onnx, onnx_code};
 use std::path::{Component, Path, PathBuf};
 
 /// The IR element type of an ONNX `TensorProto.DataType` code, or an error naming `what`.
 pub fn dtype_of(code: i32, what: &str) -> Result<DType, OnnxError> {
-    match DataType::try_from(code) {
-        Ok(DataType::Float) => Ok(DType::F32),
-        Ok(DataType::Double) => Ok(DType::F64),
-        Ok(DataType::Int64) => Ok(DType::I64),
-        Ok(DataType::Int32) => Ok(DType::I32),
-        Ok(DataType::Bool) => Ok(DType::Bool),
-        Ok(other) => Err(OnnxError::tensor(
-            what,
-            format!(
-                "element type {} is not supported (float, double, int64, int32, bool are)",
+    if let Some(d) = dtype_of_onnx(i64::from(code)) {
+        return Ok(d);
+    }
+    Err(OnnxError::tensor(
+        what,
+        match DataType::try_from(code) {
+            Ok(other) => format!(
+                "element type {} is not supported (strings and complex numbers are not)",
                 other.as_str_name()
             ),
-        )),
-        Err(_) => Err(OnnxError::tensor(
-            what,
-            format!("unknown element type code {code}"),
-        )),
-    }
+            Err(_) => format!("unknown element type code {code}"),
+        },
+    ))
 }
 
 /// The ONNX code of an IR element type (for the writer).
 pub fn code_of(dtype: DType) -> DataType {
-    match dtype {
-        DType::F32 => DataType::Float,
-        DType::F64 => DataType::Double,
-        DType::I64 => DataType::Int64,
-        DType::I32 => DataType::Int32,
-        DType::Bool => DataType::Bool,
+    let code = i32::try_from(onnx_code(dtype)).expect("ONNX type codes are small");
+    DataType::try_from(code).expect("the IR's ONNX codes are valid TensorProto codes")
+}
+
+/// `t` as an ONNX tensor called `name` with little-endian `raw_data` (4-bit integers packed two
+/// per byte, low nibble first): the inverse of [`decode_tensor`].
+pub fn encode_tensor(name: &str, t: &Tensor) -> TensorProto {
+    let bytes = t.to_le_bytes();
+    let raw = if matches!(t.dtype(), DType::I4 | DType::U4) {
+        bytes
+            .chunks(2)
+            .map(|pair| (pair[0] & 0xf) | (pair.get(1).map_or(0, |b| b & 0xf) << 4))
+            .collect()
+    } else {
+        bytes
+    };
+    TensorProto {
+        name: Some(name.to_string()),
+        dims: t.shape.iter().map(|d| *d as i64).collect(),
+        data_type: Some(code_of(t.dtype()) as i32),
+        raw_data: Some(raw),
+        ..TensorProto::default()
     }
 }
 
@@ -161,6 +173,7 @@ fn external_entry(t: &TensorProto, key: &str) -> Option<String> {
 }
 
 /// Little-endian element bytes (ONNX `raw_data` and external files), checked against `count`.
+/// 4-bit integers come packed two per byte, the first element in the low nibble.
 fn from_le_bytes(
     dtype: DType,
     bytes: &[u8],
@@ -168,50 +181,55 @@ fn from_le_bytes(
     name: &str,
     source: &str,
 ) -> Result<Buffer, OnnxError> {
-    let width = dtype.size_bytes();
-    if Some(bytes.len()) != count.checked_mul(width) {
+    let packed = matches!(dtype, DType::I4 | DType::U4);
+    let needed = if packed {
+        Some(count.div_ceil(2))
+    } else {
+        count.checked_mul(dtype.size_bytes())
+    };
+    if Some(bytes.len()) != needed {
         return Err(OnnxError::tensor(
             name,
             format!(
                 "its dims need {count} element(s) of {dtype} ({} bytes) but {source} has {} bytes",
-                count.saturating_mul(width),
+                needed.unwrap_or(usize::MAX),
                 bytes.len()
             ),
         ));
     }
-    let chunks = bytes.chunks_exact(width);
-    Ok(match dtype {
-        DType::F32 => Buffer::F32(
-            chunks
-                .map(|c| f32::from_le_bytes(c.try_into().expect("4-byte chunk")))
-                .collect(),
-        ),
-        DType::F64 => Buffer::F64(
-            chunks
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8-byte chunk")))
-                .collect(),
-        ),
-        DType::I64 => Buffer::I64(
-            chunks
-                .map(|c| i64::from_le_bytes(c.try_into().expect("8-byte chunk")))
-                .collect(),
-        ),
-        DType::I32 => Buffer::I32(
-            chunks
-                .map(|c| i32::from_le_bytes(c.try_into().expect("4-byte chunk")))
-                .collect(),
-        ),
-        DType::Bool => Buffer::Bool(bytes.iter().map(|b| *b != 0).collect()),
-    })
+    if packed {
+        let bytes: Vec<i64> = bytes.iter().map(|b| i64::from(*b)).collect();
+        return Ok(unpack_4bit(dtype, &bytes, count));
+    }
+    Ok(Buffer::from_le_bytes(dtype, bytes).expect("length checked against the element width"))
 }
 
-/// The typed repeated fields (`float_data`, …); ONNX stores bools in `int32_data`.
+/// `count` 4-bit integers from bytes holding two each (low nibble first), sign-extended for
+/// `i4`.
+fn unpack_4bit(dtype: DType, bytes: &[i64], count: usize) -> Buffer {
+    let values = (0..count)
+        .map(|i| {
+            let nibble = (bytes[i / 2] >> (4 * (i % 2))) & 0xf;
+            if dtype == DType::I4 && nibble >= 8 {
+                nibble - 16
+            } else {
+                nibble
+            }
+        })
+        .collect();
+    Buffer::Int(dtype, values)
+}
+
+/// The typed repeated fields (`float_data`, …). ONNX stores bools, the integers narrower than
+/// 32 bits and the bit patterns of narrow floats in `int32_data` (4-bit integers packed two
+/// per entry), and u32/u64 in `uint64_data`.
 fn typed_fields(
     t: &TensorProto,
     dtype: DType,
     count: usize,
     name: &str,
 ) -> Result<Buffer, OnnxError> {
+    let ints = |v: &[i32]| v.iter().map(|x| i64::from(*x)).collect::<Vec<i64>>();
     let (len, field, data) = match dtype {
         DType::F32 => (
             t.float_data.len(),
@@ -237,6 +255,34 @@ fn typed_fields(
             t.int32_data.len(),
             "int32_data",
             Buffer::Bool(t.int32_data.iter().map(|v| *v != 0).collect()),
+        ),
+        DType::U32 | DType::U64 => (
+            t.uint64_data.len(),
+            "uint64_data",
+            Buffer::Int(dtype, t.uint64_data.iter().map(|v| *v as i64).collect()),
+        ),
+        DType::I4 | DType::U4 => {
+            let len = t.int32_data.len();
+            if len != count.div_ceil(2) {
+                return Err(OnnxError::tensor(
+                    name,
+                    format!(
+                        "its dims {:?} need {count} packed 4-bit element(s) but int32_data has {len} entries",
+                        t.dims
+                    ),
+                ));
+            }
+            return Ok(unpack_4bit(dtype, &ints(&t.int32_data), count));
+        }
+        d if d.is_narrow_float() => (
+            t.int32_data.len(),
+            "int32_data",
+            Buffer::Narrow(d, t.int32_data.iter().map(|v| *v as u16).collect()),
+        ),
+        d => (
+            t.int32_data.len(),
+            "int32_data",
+            Buffer::Int(d, ints(&t.int32_data)),
         ),
     };
     if len != count {

@@ -19,6 +19,8 @@ use super::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
     TensorShapeProto, TypeProto, ValueInfoProto,
 };
+use super::tensor::{code_of, encode_tensor};
+use crate::ir::{DType, Tensor};
 use prost::Message;
 
 /// The IR version written (ONNX 1.15 and later read it).
@@ -180,6 +182,40 @@ impl ModelBuilder {
         self.graph
             .output
             .push(value_info(name, DataType::Float, dims));
+        self
+    }
+
+    /// A graph input of element type `dtype`.
+    pub fn input_typed<D: Into<DimSpec>>(
+        mut self,
+        name: &str,
+        dtype: DType,
+        dims: impl IntoIterator<Item = D>,
+    ) -> Self {
+        let dims = dims.into_iter().map(Into::into).collect();
+        self.graph
+            .input
+            .push(value_info(name, code_of(dtype), dims));
+        self
+    }
+
+    /// A graph output of element type `dtype`.
+    pub fn output_typed<D: Into<DimSpec>>(
+        mut self,
+        name: &str,
+        dtype: DType,
+        dims: impl IntoIterator<Item = D>,
+    ) -> Self {
+        let dims = dims.into_iter().map(Into::into).collect();
+        self.graph
+            .output
+            .push(value_info(name, code_of(dtype), dims));
+        self
+    }
+
+    /// An initializer of any element type, stored as `raw_data` (4-bit integers packed).
+    pub fn initializer_tensor(mut self, name: &str, value: &Tensor) -> Self {
+        self.graph.initializer.push(encode_tensor(name, value));
         self
     }
 

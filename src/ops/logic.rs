@@ -3,26 +3,53 @@
 //! All are pointwise (Where, And and Or with multidirectional broadcasting), so each expansion is
 //! one map over the output whose tasklet is a copy, a `select` or a logical operator. Cast relies
 //! on the tasklet's typed compute: the value is loaded, carried in the compute type and converted
-//! by the store (truncation toward zero into integers, non-zero test into booleans), which is
-//! exactly ONNX's (C's) conversion for the types supported here.
+//! by the store (`ir::scalar`: truncation and wrap-around into integers, clip and round into
+//! 4-bit ones, non-zero test into booleans, nearest-even into narrow floats). Only Cast's
+//! `saturate` (float8 targets) needs more: a clamp to the format's range before the store.
 
 use super::broadcast::{broadcast_concrete, broadcast_shapes, source_index, source_offsets};
 use super::support::{arg, element_map, input_type, params_over, same_dtype, Read};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::scalar::FloatFormat;
 use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
 
 pub static OPS: &[&dyn Operator] = &[&Cast, &Where, &NOT, &AND, &OR];
 
+/// ONNX `TensorProto.DataType` codes of the IR types (strings and complex numbers have none).
+const ONNX_CODES: [(i64, DType); 19] = [
+    (1, DType::F32),
+    (2, DType::U8),
+    (3, DType::I8),
+    (4, DType::U16),
+    (5, DType::I16),
+    (6, DType::I32),
+    (7, DType::I64),
+    (9, DType::Bool),
+    (10, DType::F16),
+    (11, DType::F64),
+    (12, DType::U32),
+    (13, DType::U64),
+    (16, DType::BF16),
+    (17, DType::F8E4M3FN),
+    (18, DType::F8E4M3FNUZ),
+    (19, DType::F8E5M2),
+    (20, DType::F8E5M2FNUZ),
+    (21, DType::U4),
+    (22, DType::I4),
+];
+
 /// The IR type of an ONNX `TensorProto.DataType` code, for the types dmove computes with.
 pub fn dtype_of_onnx(code: i64) -> Option<DType> {
-    match code {
-        1 => Some(DType::F32),
-        6 => Some(DType::I32),
-        7 => Some(DType::I64),
-        9 => Some(DType::Bool),
-        11 => Some(DType::F64),
-        _ => None,
-    }
+    ONNX_CODES.iter().find(|(c, _)| *c == code).map(|(_, d)| *d)
+}
+
+/// The ONNX `TensorProto.DataType` code of an IR type.
+pub fn onnx_code(dtype: DType) -> i64 {
+    ONNX_CODES
+        .iter()
+        .find(|(_, d)| *d == dtype)
+        .map(|(c, _)| *c)
+        .expect("every IR dtype has an ONNX code")
 }
 
 /// Requires a boolean input (ONNX type constraint `T: tensor(bool)`).
@@ -39,7 +66,7 @@ fn require_bool(op: &str, t: &TensorType, i: usize) -> Result<(), OpError> {
 
 /// One pointwise map over output 0 reading every input with broadcasting through connectors
 /// `a0, a1, …` and writing `value` (over those connectors).
-fn expand_pointwise(ctx: &mut ExpandCtx, value: TExpr) -> Result<(), OpError> {
+pub(super) fn expand_pointwise(ctx: &mut ExpandCtx, value: TExpr) -> Result<(), OpError> {
     let (y, y_desc) = ctx.output(0)?.clone();
     let (params, idx) = params_over("i", &y_desc.shape);
     let operands = (0..ctx.inputs.len())
@@ -56,7 +83,7 @@ fn expand_pointwise(ctx: &mut ExpandCtx, value: TExpr) -> Result<(), OpError> {
 }
 
 /// Broadcasting `eval`: `f` applied to the inputs' elements at every output position.
-fn eval_pointwise(
+pub(super) fn eval_pointwise(
     op: &str,
     inputs: &[Option<&Tensor>],
     dtype: DType,
@@ -97,9 +124,19 @@ impl Cast {
             OpError::attr(
                 "Cast",
                 "to",
-                format!("type code {code} is not supported (1 float, 6 int32, 7 int64, 9 bool, 11 double)"),
+                format!("type code {code} is not supported (strings and complex numbers are not)"),
             )
         })
+    }
+
+    /// The largest magnitude the result is clamped to: a float8 target's largest finite value
+    /// under `saturate` (default 1), so that out-of-range values and infinities saturate
+    /// instead of becoming NaN or infinity.
+    fn saturation(node: &LibraryNode, to: DType) -> Option<f64> {
+        let float8 = !matches!(to, DType::F16 | DType::BF16);
+        FloatFormat::of(to)
+            .filter(|_| float8 && node.int("saturate").unwrap_or(1) != 0)
+            .map(FloatFormat::max_finite)
     }
 }
 
@@ -126,21 +163,34 @@ impl Operator for Cast {
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let x = arg("Cast", inputs, 0)?;
         let to = Self::target(node)?;
+        let limit = Self::saturation(node, to);
         let mut y = Tensor::zeros(to, x.shape.clone());
         for i in 0..x.len() {
             let v = x.get_f64(i);
-            let converted = match to {
-                DType::I64 | DType::I32 => v.trunc(),
-                DType::Bool => f64::from(u8::from(v != 0.0)),
-                DType::F32 | DType::F64 => v,
-            };
-            y.set_f64(i, converted);
+            y.set_f64(
+                i,
+                limit.map_or(v, |m| if v.is_nan() { v } else { v.clamp(-m, m) }),
+            );
         }
         Ok(vec![y])
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        expand_pointwise(ctx, TExpr::input("a0"))
+        let x = TExpr::input("a0");
+        let value = match Self::saturation(ctx.node, Self::target(ctx.node)?) {
+            // NaN stays NaN: `max`/`min` would replace it by the bound.
+            Some(m) => TExpr::select(
+                TExpr::binary(BinOp::Ne, x.clone(), x.clone()),
+                x.clone(),
+                TExpr::binary(
+                    BinOp::Max,
+                    TExpr::binary(BinOp::Min, x, TExpr::Const(m)),
+                    TExpr::Const(-m),
+                ),
+            ),
+            None => x,
+        };
+        expand_pointwise(ctx, value)
     }
 
     fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], _: &[TensorType]) -> u64 {

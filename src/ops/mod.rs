@@ -23,10 +23,11 @@ mod generate;
 mod groupnorm;
 mod identity;
 mod index;
-mod logic;
+pub mod logic;
 mod matmul;
 mod mean;
 mod mish;
+mod modulo;
 mod movement;
 mod norm;
 mod pad;
@@ -226,6 +227,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         matmul::OPS,
         mean::OPS,
         mish::OPS,
+        modulo::OPS,
         norm::OPS,
         pad::OPS,
         pool::OPS,

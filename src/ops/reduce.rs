@@ -238,15 +238,19 @@ fn flag(op: &str, node: &LibraryNode, name: &str, default: bool) -> Result<bool,
 }
 
 /// The identity of `wcr` in `dtype`: integer and boolean containers cannot hold infinities, so
-/// Max / Min start from the type's extreme values (powers of two, exact in `f32`).
+/// Max / Min start from the type's extreme values.
 fn identity(wcr: Wcr, dtype: DType) -> f64 {
     match (wcr, dtype) {
         (Wcr::Max, DType::Bool) => 0.0,
         (Wcr::Min, DType::Bool) => 1.0,
-        (Wcr::Max, DType::I64) => i64::MIN as f64,
-        (Wcr::Min, DType::I64) => i64::MAX as f64,
-        (Wcr::Max, DType::I32) => f64::from(i32::MIN),
-        (Wcr::Min, DType::I32) => f64::from(i32::MAX),
+        (Wcr::Max | Wcr::Min, d) if d.is_int() => {
+            let (lo, hi) = d.int_range().expect("integer range");
+            if wcr == Wcr::Max {
+                lo
+            } else {
+                hi
+            }
+        }
         (w, _) => f64::from(w.identity()),
     }
 }

@@ -4,7 +4,7 @@
 
 use super::{OpError, TensorType};
 use crate::ir::build::{In, Out, ScopeBuilder};
-use crate::ir::{BinOp, DType, NodeId, Range, Schedule, Subset, SymExpr, TExpr, Tensor, UnOp, Wcr};
+use crate::ir::{BinOp, NodeId, Range, Schedule, Subset, SymExpr, TExpr, Tensor, UnOp, Wcr};
 
 /// Input `i` of an `eval` call, which must be present.
 pub fn arg<'a>(op: &str, inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, OpError> {
@@ -55,7 +55,7 @@ pub fn same_dtype(
 /// Requires a floating-point element type (normalisations and transcendental functions).
 pub fn require_float(op: &str, t: &TensorType) -> Result<(), OpError> {
     match t.dtype {
-        DType::F32 | DType::F64 => Ok(()),
+        d if d.is_float() => Ok(()),
         other => Err(OpError::shape(
             op,
             format!("expects a floating-point input, got {other}"),

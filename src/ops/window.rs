@@ -9,7 +9,7 @@
 //! definition rather than an implementation choice.
 
 use super::{OpError, TensorType};
-use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor};
+use crate::ir::{BinOp, LibraryNode, SymExpr, TExpr, Tensor};
 
 /// The `auto_pad` attribute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -443,10 +443,10 @@ pub fn float_input<'a>(
         .get(i)
         .and_then(|x| x.as_ref())
         .ok_or_else(|| OpError::shape(op, format!("missing input {i} ({what})")))?;
-    if !matches!(t.dtype, DType::F32 | DType::F64) {
+    if !t.dtype.is_float() {
         return Err(OpError::shape(
             op,
-            format!("{what} has element type {}, expected f32 or f64", t.dtype),
+            format!("{what} has element type {}, expected a float type", t.dtype),
         ));
     }
     Ok(t)

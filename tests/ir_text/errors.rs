@@ -76,13 +76,19 @@ fn missing_bracket_points_where_it_was_expected() {
 
 #[test]
 fn unknown_dtype_schedule_and_wcr_are_named() {
-    let e = error_at("program \"p\"\ndata X: f16[4] input\ngraph {}", "X:", "f16");
+    let e = error_at(
+        "program \"p\"\ndata X: f128[4] input\ngraph {}",
+        "X:",
+        "f128",
+    );
     assert_eq!(
         e.kind,
         ErrorKind::Unknown {
             what: "dtype",
-            name: "f16".into(),
-            expected: "f32, f64, i64, i32, bool".into()
+            name: "f128".into(),
+            expected: "f32, f64, i64, i32, bool, i8, u8, i16, u16, u32, u64, f16, bf16, \
+                       f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, i4, u4"
+                .into()
         }
     );
     let src = format!("{HEAD}graph {{\n  n0 map \"m\" [i = 0:4] simd {{}}\n}}");

@@ -79,7 +79,7 @@ fn constant_of_shape_fills_with_the_typed_value() {
         &[Some(&neg)],
     );
     assert!(msg.contains("negative dimension -1"), "{msg}");
-    let bad_type = [("value_type", Attr::Str("f16".into()))];
+    let bad_type = [("value_type", Attr::Str("f128".into()))];
     let msg = infer_err("ConstantOfShape", &bad_type, &[shape_ty], &[Some(&shape)]);
     assert!(msg.contains("value_type"), "{msg}");
     for (attrs, dims) in [

@@ -227,7 +227,7 @@ const INFIX: [BinOp; 12] = [
 ];
 
 /// Binary operators printed as calls (`pow(a, b)`).
-const CALLS: [BinOp; 3] = [BinOp::Pow, BinOp::Max, BinOp::Min];
+const CALLS: [BinOp; 4] = [BinOp::Pow, BinOp::Max, BinOp::Min, BinOp::Fmod];
 
 /// Converts a `texpr` pair.
 pub fn texpr(pair: Pair<Rule>, depth: usize) -> Result<TExpr, Fault> {
@@ -453,6 +453,7 @@ mod tests {
                 TExpr::Index(SymExpr::sym("i") - 1),
                 TExpr::Const(f64::NAN),
             ),
+            TExpr::binary(BinOp::Fmod, a(), TExpr::Const(-2.5)),
             TExpr::unary(UnOp::Sigmoid, TExpr::input("exp")),
             TExpr::unary(UnOp::Neg, TExpr::Const(f64::NAN)),
             TExpr::unary(UnOp::Neg, TExpr::Const(f64::INFINITY)),

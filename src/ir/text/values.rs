@@ -3,6 +3,7 @@
 use super::error::Fault;
 use super::grammar::Rule;
 use crate::ir::data::DType;
+use crate::ir::scalar::FloatFormat;
 use crate::ir::tensor::{Buffer, Tensor};
 use crate::ir::texpr::format_float;
 use pest::iterators::Pair;
@@ -33,6 +34,11 @@ fn element_texts(t: &Tensor) -> Vec<String> {
         Buffer::I64(v) => v.iter().map(ToString::to_string).collect(),
         Buffer::I32(v) => v.iter().map(ToString::to_string).collect(),
         Buffer::Bool(v) => v.iter().map(ToString::to_string).collect(),
+        Buffer::Int(DType::U64, v) => v.iter().map(|x| (*x as u64).to_string()).collect(),
+        Buffer::Int(_, v) => v.iter().map(ToString::to_string).collect(),
+        Buffer::Narrow(..) => (0..t.len())
+            .map(|i| format_f32(t.get_f64(i) as f32))
+            .collect(),
     }
 }
 
@@ -51,7 +57,12 @@ pub fn inline_is_exact(t: &Tensor) -> bool {
         Buffer::F64(v) => v
             .iter()
             .all(|x| !x.is_nan() || x.to_bits() == f64::NAN.to_bits()),
-        Buffer::I64(_) | Buffer::I32(_) | Buffer::Bool(_) => true,
+        Buffer::Narrow(d, v) => {
+            let f = FloatFormat::of(*d).expect("narrow float dtype");
+            v.iter()
+                .all(|x| !f.decode(*x).is_nan() || *x == f.encode(f32::NAN))
+        }
+        Buffer::I64(_) | Buffer::I32(_) | Buffer::Bool(_) | Buffer::Int(..) => true,
     }
 }
 
@@ -88,8 +99,42 @@ pub fn from_list(dtype: DType, shape: Vec<usize>, list: Pair<Rule>) -> Result<Te
                 })
                 .collect::<Result<_, _>>()?,
         ),
+        DType::U64 => Buffer::Int(
+            dtype,
+            parse_all::<u64>(&items, "u64 value")?
+                .into_iter()
+                .map(|x| x as i64)
+                .collect(),
+        ),
+        d if d.is_narrow_float() => {
+            let f = FloatFormat::of(d).expect("narrow float dtype");
+            let values: Vec<f32> = parse_all(&items, "float value")?;
+            Buffer::Narrow(d, values.into_iter().map(|x| f.encode(x)).collect())
+        }
+        d => Buffer::Int(d, parse_all(&items, "integer value")?),
     };
-    Ok(Tensor { shape, data })
+    let t = Tensor { shape, data };
+    check_int_range(&t, &list)?;
+    Ok(t)
+}
+
+/// Integer constants of the narrow types must lie in their type's range.
+fn check_int_range(t: &Tensor, at: &Pair<Rule>) -> Result<(), Fault> {
+    let Buffer::Int(d, v) = &t.data else {
+        return Ok(());
+    };
+    let (lo, hi) = d.int_range().expect("integer dtype");
+    match v
+        .iter()
+        .find(|x| *d != DType::U64 && !(lo..=hi).contains(&(**x as f64)))
+    {
+        Some(x) => Err(Fault::invalid(
+            "constant",
+            at.as_span(),
+            format!("{x} is outside the range of {d}"),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn parse_all<T: std::str::FromStr>(
@@ -127,35 +172,17 @@ pub fn from_hex(dtype: DType, shape: Vec<usize>, blob: Pair<Rule>) -> Result<Ten
         ));
     }
     check_count(&shape, bytes.len() / size, &blob)?;
-    let chunks = bytes.chunks_exact(size);
-    let data = match dtype {
-        DType::F32 => Buffer::F32(chunks.map(|c| f32::from_le_bytes(arr(c))).collect()),
-        DType::F64 => Buffer::F64(chunks.map(|c| f64::from_le_bytes(arr(c))).collect()),
-        DType::I64 => Buffer::I64(chunks.map(|c| i64::from_le_bytes(arr(c))).collect()),
-        DType::I32 => Buffer::I32(chunks.map(|c| i32::from_le_bytes(arr(c))).collect()),
-        DType::Bool => Buffer::Bool(
-            bytes
-                .iter()
-                .map(|b| match b {
-                    0 => Ok(false),
-                    1 => Ok(true),
-                    _ => Err(Fault::invalid(
-                        "hex blob",
-                        digits.as_span(),
-                        "bool bytes must be 00 or 01",
-                    )),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-    };
-    Ok(Tensor { shape, data })
-}
-
-/// A chunk from `chunks_exact(N)` as an array (the length always matches).
-fn arr<const N: usize>(c: &[u8]) -> [u8; N] {
-    let mut a = [0u8; N];
-    a.copy_from_slice(c);
-    a
+    if dtype == DType::Bool && bytes.iter().any(|b| *b > 1) {
+        return Err(Fault::invalid(
+            "hex blob",
+            digits.as_span(),
+            "bool bytes must be 00 or 01",
+        ));
+    }
+    let data = Buffer::from_le_bytes(dtype, &bytes).expect("length is a multiple of the width");
+    let t = Tensor { shape, data };
+    check_int_range(&t, &blob)?;
+    Ok(t)
 }
 
 /// Number of elements of `shape`, refusing overflow.
