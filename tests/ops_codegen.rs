@@ -164,6 +164,13 @@ fn cases() -> Vec<Case> {
             f32_const(&[], vec![0.7]),
         ],
     ));
+    // Bounds as graph inputs: read by the generated code at run time.
+    v.push(("Clip", none(), vec![var(&[2, 5]), var(&[]), var(&[])]));
+    v.push((
+        "Clip",
+        none(),
+        vec![var(&[4]), (None, None), f32_const(&[], vec![0.1])],
+    ));
     v.push(("MatMul", none(), vec![var(&[2, 3, 5]), var(&[5, 7])]));
     v.push(("MatMul", none(), vec![var(&[5]), var(&[2, 5, 3])]));
     v.push((
