@@ -176,8 +176,8 @@ impl Operator for Pool {
                                 };
                                 count += 1;
                             }
-                            Tap::Pad => count += usize::from(include_pad),
-                            Tap::Outside => {}
+                            // ONNX pads the ceil-mode overhang like the explicit padding.
+                            Tap::Pad | Tap::Outside => count += usize::from(include_pad),
                         }
                     }
                     y.push(match self.reduce {

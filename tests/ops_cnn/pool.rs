@@ -59,9 +59,11 @@ fn averagepool_by_hand() {
         &[1, 1, 4],
         &[1., 2., 3., 7. / 3.],
     );
-    // ceil_mode keeps a last, partial window; its overhang never counts, even with padding.
+    // ceil_mode keeps a last, partial window 4..6. Without padding counted it averages what
+    // is inside; with it, ONNX pads the overhang with a zero that counts (its reference pads
+    // the input to the windows' full extent): (5 + 0) / 2.
     let x = t(&[1, 1, 5], &[1., 2., 3., 4., 5.]);
-    for include in [0, 1] {
+    for (include, last) in [(0, 5.), (1, 2.5)] {
         let a = [
             ("kernel_shape", ints(&[2])),
             ("strides", ints(&[2])),
@@ -71,8 +73,9 @@ fn averagepool_by_hand() {
         assert_close(
             &eval("AveragePool", &a, &[Some(&x)]),
             &[1, 1, 3],
-            &[1.5, 3.5, 5.],
+            &[1.5, 3.5, last],
         );
+        expansion_agrees("AveragePool", &a, &[Some(&[1, 1, 5])], &[]);
     }
 }
 
