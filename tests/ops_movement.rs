@@ -232,6 +232,12 @@ fn every_operator() -> Program {
             &[ints(&[1, 4, 0, -1])],
         ),
         case("Pad", &[("mode", s("edge"))], &[3], &[ints(&[2, 1])]),
+        case(
+            "Pad",
+            &[("mode", s("wrap"))],
+            &[2, 3],
+            &[ints(&[3, -1, 1, 4])],
+        ),
         Case {
             op: "Pad",
             attrs: Vec::new(),
