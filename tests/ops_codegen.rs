@@ -236,6 +236,11 @@ fn cases() -> Vec<Case> {
         ],
     ));
     v.push((
+        "BatchNormalization",
+        attrs(&[("training_mode", Attr::Int(1))]),
+        vec![var(&[2, 3, 5]), var(&[3]), var(&[3]), var(&[3]), var(&[3])],
+    ));
+    v.push((
         "MaxPool",
         attrs(&[
             ("kernel_shape", ints(&[3, 2])),
