@@ -249,6 +249,16 @@ fn cases() -> Vec<Case> {
         ]),
         vec![var(&[1, 2, 7, 5])],
     ));
+    // With Indices (as every MaxPool case here), column-major.
+    v.push((
+        "MaxPool",
+        attrs(&[
+            ("kernel_shape", ints(&[2, 3])),
+            ("pads", ints(&[1, 1, 0, 1])),
+            ("storage_order", Attr::Int(1)),
+        ]),
+        vec![var(&[2, 3, 4, 5])],
+    ));
     v.push((
         "AveragePool",
         attrs(&[
