@@ -2,10 +2,9 @@
 //!
 //! Forms: opset 10 (`X, scales`; asymmetric coordinates, nearest rounds down, as ONNX's version
 //! converter states) and opset 11+ (`X, roi, scales, sizes` with `coordinate_transformation_mode`
-//! `half_pixel`, `pytorch_half_pixel`, `asymmetric` or `align_corners`, and `nearest_mode`),
-//! with the opset-18 `axes` attribute. `scales` and `sizes` must be constants. Not supported
-//! (a clear error): `cubic`, `tf_crop_and_resize`, `half_pixel_symmetric`, `antialias` and
-//! `keep_aspect_ratio_policy` other than `stretch`.
+//! `half_pixel`, `half_pixel_symmetric`, `pytorch_half_pixel`, `asymmetric` or `align_corners`,
+//! and `nearest_mode`), with the opset-18 `axes` and `keep_aspect_ratio_policy` attributes. `scales` and `sizes` must be constants. Not supported
+//! (a clear error): `cubic`, `tf_crop_and_resize` and `antialias`.
 //!
 //! Expansion: one map over the output. Nearest reads `X` at an index computed from the output
 //! index by floor divisions of the exact coordinate fraction (see [`axis`]); the index is checked
@@ -105,18 +104,12 @@ impl Plan {
                     ("asymmetric", Some(CoordMode::Asymmetric)),
                     ("align_corners", Some(CoordMode::AlignCorners)),
                     ("tf_crop_and_resize", None),
-                    ("half_pixel_symmetric", None),
+                    ("half_pixel_symmetric", Some(CoordMode::HalfPixelSymmetric)),
                 ],
             )?,
         };
         if method == Method::Linear && node.int("antialias").unwrap_or(0) != 0 {
             return Err(unsupported("antialias"));
-        }
-        if node
-            .str("keep_aspect_ratio_policy")
-            .is_some_and(|p| p != "stretch")
-        {
-            return Err(unsupported("keep_aspect_ratio_policy other than `stretch`"));
         }
         let present = |i: usize, what: &str| -> Result<Option<&'a Tensor>, OpError> {
             Ok(param(i).value(OP, what)?.filter(|t| !t.is_empty()))
@@ -143,6 +136,10 @@ impl Plan {
                 format!("`{what}` has {len} entries for {} axes", axes.len()),
             ));
         }
+        let keep_aspect = match sizes {
+            Some(sizes) => aspect_scale(node, shape, &axes, &sizes.to_i64_vec())?,
+            None => None,
+        };
         let mut out = vec![None; shape.len()];
         for (k, &d) in axes.iter().enumerate() {
             let static_extent = || {
@@ -168,6 +165,13 @@ impl Plan {
                 let scale =
                     Scale::float(v).ok_or_else(|| unsupported(&format!("the scale {v}")))?;
                 (n, (n as f64 * v).floor() as i64, scale)
+            } else if let Some(scale) = keep_aspect {
+                if scale.value == 1.0 {
+                    continue;
+                }
+                let n = static_extent()?;
+                // ONNX rounds half up: floor(s·n + ½).
+                (n, (scale.value * n as f64 + 0.5).floor() as i64, scale)
             } else {
                 let size = sizes.map_or(0, |s| s.to_i64_vec()[k]);
                 let n = static_extent()?;
@@ -201,6 +205,55 @@ impl Plan {
             .collect();
         TensorType::new(x.dtype, shape)
     }
+}
+
+/// The one scale of `keep_aspect_ratio_policy` `not_larger` (the smallest `size / extent` over
+/// the resized axes) or `not_smaller` (the largest); `None` for `stretch`, where every axis
+/// takes its own size.
+fn aspect_scale(
+    node: &LibraryNode,
+    shape: &[SymExpr],
+    axes: &[usize],
+    sizes: &[i64],
+) -> Result<Option<Scale>, OpError> {
+    let smallest = choice(
+        node,
+        "keep_aspect_ratio_policy",
+        "stretch",
+        &[
+            ("stretch", Some(None)),
+            ("not_larger", Some(Some(true))),
+            ("not_smaller", Some(Some(false))),
+        ],
+    )?;
+    let Some(smallest) = smallest else {
+        return Ok(None);
+    };
+    let mut best: Option<Scale> = None;
+    for (&d, &size) in axes.iter().zip(sizes) {
+        let n = shape[d]
+            .as_int()
+            .filter(|&n| n > 0 && size >= 0)
+            .ok_or_else(|| {
+                OpError::shape(
+                    OP,
+                    format!(
+                        "cannot resize dimension {d} of extent {} to {size}",
+                        shape[d]
+                    ),
+                )
+            })?;
+        let s = Scale::ratio(size, n);
+        let better = match best {
+            None => true,
+            Some(b) if smallest => s.value < b.value,
+            Some(b) => s.value > b.value,
+        };
+        if better {
+            best = Some(s);
+        }
+    }
+    Ok(best)
 }
 
 /// `Y = resize(X)`.
@@ -431,6 +484,7 @@ mod tests {
     fn nearest_index_reproduces_the_reference_table() {
         let modes = [
             CoordMode::HalfPixel,
+            CoordMode::HalfPixelSymmetric,
             CoordMode::PytorchHalfPixel,
             CoordMode::Asymmetric,
             CoordMode::AlignCorners,

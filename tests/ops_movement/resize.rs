@@ -67,6 +67,66 @@ fn resize_matches_the_onnx_node_tests() {
     );
 }
 
+/// `keep_aspect_ratio_policy` resizes every listed axis by one scale, the smallest or largest
+/// `size / extent`, and rounds the extents half up (the ONNX node tests'
+/// `*_sizes_nearest_not_larger` / `not_smaller` on a 2×4 image to sizes 1×3).
+#[test]
+fn keep_aspect_ratio_policy_uses_one_scale() {
+    let x = image(2, 4, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    let sizes = |policy: &str| {
+        let a = [
+            ("keep_aspect_ratio_policy", s(policy)),
+            ("axes", super::int_list(&[2, 3])),
+        ];
+        resize_sizes(&a, &x, &[1, 3])
+    };
+    // Scale min(1/2, 3/4) = 1/2: 1×2, reading columns 0 and 2.
+    assert_close(&sizes("not_larger"), &[1, 1, 1, 2], &[1.0, 3.0]);
+    // Scale 3/4: 2×3 (1.5 rounds up to 2); columns at 1/6, 3/2, 17/6 → 0, 1, 3.
+    let want = [1.0, 2.0, 4.0, 5.0, 6.0, 8.0];
+    assert_close(&sizes("not_smaller"), &[1, 1, 2, 3], &want);
+    for policy in ["not_larger", "not_smaller"] {
+        let a = [
+            ("keep_aspect_ratio_policy", s(policy)),
+            ("mode", s("linear")),
+        ];
+        let sizes = Some(ints(&[1, 2, 5, 4]));
+        agrees_const("Resize", &a, &[1, 2, 3, 7], &[None, None, sizes]);
+    }
+    let bad = [("keep_aspect_ratio_policy", s("fit"))];
+    let e = infer_const(
+        "Resize",
+        &bad,
+        ty(&[1, 4]),
+        &[None, None, Some(&ints(&[2, 2]))],
+    );
+    assert_err(e, "attr", "unknown value");
+}
+
+/// `half_pixel_symmetric` splits the rounding of the output extent between both ends: 5 → 2
+/// at scale ½ (2.5 rounds down to 2) samples 1 and 3 (`half_pixel` samples 1.5 and 3.5).
+#[test]
+fn half_pixel_symmetric_centres_the_rounding() {
+    let x = t(&[1, 1, 1, 5], &[1.0, 2.0, 3.0, 4.0, 5.0]);
+    let a = |mode: &str| {
+        [
+            ("mode", s(mode)),
+            ("coordinate_transformation_mode", s("half_pixel_symmetric")),
+        ]
+    };
+    let y = resize_scales(&a("linear"), &x, &[1.0, 1.0, 1.0, 0.5]);
+    assert_close(&y, &[1, 1, 1, 2], &[2.0, 4.0]);
+    // 5 → 7 at scale 1.5: offset 5/2·(1 − 7/7.5) = 1/6.
+    let y = resize_scales(&a("nearest"), &x, &[1.0, 1.0, 1.0, 1.5]);
+    assert_close(&y, &[1, 1, 1, 7], &[1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 5.0]);
+    for mode in ["nearest", "linear"] {
+        let scales = Some(floats(&[1.0, 0.7, 2.5]));
+        agrees_const("Resize", &a(mode), &[2, 3, 2], &[Some(floats(&[])), scales]);
+        let sizes = Some(ints(&[1, 2, 7, 3]));
+        agrees_const("Resize", &a(mode), &[1, 2, 3, 5], &[None, None, sizes]);
+    }
+}
+
 /// 1-D nearest on `[10, 20, 30, 40]`, coordinates worked out by hand.
 #[test]
 fn nearest_modes_round_as_specified() {
