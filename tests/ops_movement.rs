@@ -265,6 +265,12 @@ fn every_operator() -> Program {
             &[1, 1, 3, 5],
             &[floats(&[]), floats(&[1.0, 1.0, 1.5, 0.6])],
         ),
+        case(
+            "Resize",
+            &[("mode", s("cubic")), ("exclude_outside", Attr::Int(1))],
+            &[1, 2, 3, 4],
+            &[floats(&[]), floats(&[]), ints(&[1, 2, 5, 3])],
+        ),
     ];
     let mut p = Program::new("movement");
     let mut nodes = Vec::new();

@@ -1,10 +1,10 @@
-//! Resize: nearest-neighbour and (multi)linear resampling with static output sizes.
+//! Resize: nearest-neighbour, (multi)linear and cubic resampling with static output sizes.
 //!
 //! Forms: opset 10 (`X, scales`; asymmetric coordinates, nearest rounds down, as ONNX's version
 //! converter states) and opset 11+ (`X, roi, scales, sizes` with `coordinate_transformation_mode`
 //! `half_pixel`, `half_pixel_symmetric`, `pytorch_half_pixel`, `asymmetric` or `align_corners`,
 //! and `nearest_mode`), with the opset-18 `axes` and `keep_aspect_ratio_policy` attributes. `scales` and `sizes` must be constants. Not supported
-//! (a clear error): `cubic`, `tf_crop_and_resize` and `antialias`.
+//! (a clear error): `tf_crop_and_resize` and `antialias`. Mode `cubic` lives in [`cubic`].
 //!
 //! Expansion: one map over the output. Nearest reads `X` at an index computed from the output
 //! index by floor divisions of the exact coordinate fraction (see [`axis`]); the index is checked
@@ -14,6 +14,7 @@
 //! floor + 1 and blends them with weights `((p·o + q) mod d) / d` computed in the tasklet.
 
 mod axis;
+mod cubic;
 
 use super::expand::elementwise_index;
 use super::movement::{concrete, gather, resolve_axes, to_usize, type_of, Param};
@@ -22,16 +23,18 @@ use super::window::multi_indices;
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{BinOp, LibraryNode, SymEnv, SymExpr, TExpr, Tensor};
 use axis::{Axis, CoordMode, Rounding, Scale};
+use cubic::Cubic;
 
 pub static OPS: &[&dyn Operator] = &[&Resize];
 
 const OP: &str = "Resize";
 
 /// What the output samples.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Method {
     Nearest(Rounding),
     Linear,
+    Cubic(Cubic),
 }
 
 /// The resolved operator: method and, per dimension, its geometry (`None`: left unchanged).
@@ -89,7 +92,7 @@ impl Plan {
             &[
                 ("nearest", Some(Method::Nearest(rounding))),
                 ("linear", Some(Method::Linear)),
-                ("cubic", None),
+                ("cubic", Some(Method::Cubic(Cubic::of(node)?))),
             ],
         )?;
         let mode = match legacy {
@@ -108,7 +111,8 @@ impl Plan {
                 ],
             )?,
         };
-        if method == Method::Linear && node.int("antialias").unwrap_or(0) != 0 {
+        let nearest = matches!(method, Method::Nearest(_));
+        if !nearest && node.int("antialias").unwrap_or(0) != 0 {
             return Err(unsupported("antialias"));
         }
         let present = |i: usize, what: &str| -> Result<Option<&'a Tensor>, OpError> {
@@ -312,7 +316,11 @@ impl Operator for Resize {
                     Some(offset(&src, &strides))
                 })
             }
-            Method::Linear => linear_eval(x, &plan.axes, &shape),
+            Method::Linear => blend_eval(x, &plan.axes, &shape, |a, o| {
+                let (lo, hi, w) = a.linear(o);
+                vec![(lo, 1.0 - w), (hi, w)]
+            }),
+            Method::Cubic(cubic) => blend_eval(x, &plan.axes, &shape, |a, o| cubic.taps(a, o)),
         };
         Ok(vec![y])
     }
@@ -338,6 +346,11 @@ impl Operator for Resize {
                 (vec![(String::from("x"), src)], TExpr::input("x"))
             }
             Method::Linear => linear_corners(&plan.axes, &idx)?,
+            Method::Cubic(cubic) => {
+                let io = (x.as_str(), y.as_str());
+                let shape = &y_desc.shape;
+                return cubic.append(ctx.b, &ctx.label, io, x_desc.dtype, &plan.axes, shape);
+            }
         };
         let reads = reads
             .iter()
@@ -347,8 +360,8 @@ impl Operator for Resize {
         Ok(())
     }
 
-    /// Nearest only moves data; linear weighs and adds `2ᵏ` corners per output element, `k`
-    /// being the number of resized dimensions.
+    /// Nearest only moves data; linear weighs and adds `2ᵏ` corners per output element, cubic
+    /// `4ᵏ`, `k` being the number of resized dimensions.
     fn flops(
         &self,
         node: &LibraryNode,
@@ -358,36 +371,49 @@ impl Operator for Resize {
         let (Some(Some(x)), Some(y)) = (inputs.first(), outputs.first()) else {
             return 0;
         };
-        if node.str("mode") != Some("linear") {
-            return 0;
-        }
+        let taps: u64 = match node.str("mode") {
+            Some("linear") => 2,
+            Some("cubic") => 4,
+            _ => return 0,
+        };
         let resized = x.shape.iter().zip(&y.shape).filter(|(a, b)| a != b).count();
         let elements = y.static_shape().map_or(0, |s| s.iter().product::<usize>()) as u64;
-        elements.saturating_mul(2u64.saturating_pow(u32::try_from(resized + 1).unwrap_or(u32::MAX)))
+        let corners = taps.saturating_pow(u32::try_from(resized).unwrap_or(u32::MAX));
+        elements.saturating_mul(corners.saturating_mul(2))
     }
 }
 
-/// Multilinear interpolation, straight from the per-axis neighbours and weights.
-fn linear_eval(x: &Tensor, axes: &[Option<Axis>], shape: &[usize]) -> Tensor {
+/// Separable interpolation, straight from the input positions and weights `taps` gives every
+/// output position of each resized axis: the sum over all combinations of one tap per axis.
+fn blend_eval(
+    x: &Tensor,
+    axes: &[Option<Axis>],
+    shape: &[usize],
+    taps: impl Fn(&Axis, i64) -> Vec<(i64, f64)>,
+) -> Tensor {
     let strides = x.strides();
-    let blended: Vec<usize> = (0..axes.len()).filter(|&d| axes[d].is_some()).collect();
     let mut y = Tensor::zeros(x.dtype(), shape.to_vec());
     for (e, idx) in multi_indices(shape).enumerate() {
-        let taps: Vec<(i64, i64, f64)> = blended
-            .iter()
-            .map(|&d| axes[d].map_or((0, 0, 0.0), |a| a.linear(idx[d] as i64)))
-            .collect();
-        let mut sum = 0.0;
-        for corner in 0..1usize << blended.len() {
-            let mut src = idx.clone();
-            let mut weight = 1.0;
-            for (k, &(lo, hi, w)) in taps.iter().enumerate() {
-                let upper = corner >> k & 1 == 1;
-                src[blended[k]] = to_usize(if upper { hi } else { lo });
-                weight *= if upper { w } else { 1.0 - w };
-            }
-            sum += weight * x.get_f64(offset(&src, &strides));
+        // Partial sums over the combinations of the axes done so far: (source index, weight).
+        let mut partial = vec![(idx.clone(), 1.0)];
+        for (d, a) in axes.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let axis_taps = taps(a, idx[d] as i64);
+            partial = partial
+                .iter()
+                .flat_map(|(src, w)| {
+                    axis_taps.iter().map(move |&(at, tw)| {
+                        let mut src = src.clone();
+                        src[d] = to_usize(at);
+                        (src, w * tw)
+                    })
+                })
+                .collect();
         }
+        let sum: f64 = partial
+            .iter()
+            .map(|(src, w)| w * x.get_f64(offset(src, &strides)))
+            .sum();
         y.set_f64(e, sum);
     }
     y

@@ -118,6 +118,15 @@ impl Affine {
         }
     }
 
+    /// `ceil(x) − 1` and the numerator of `x − (ceil(x) − 1)` (over `d`, in `1..=d`): the base
+    /// and ratio of the ONNX reference's neighbourhoods, which take a ratio of 1 rather than 0
+    /// at whole coordinates.
+    pub fn split_above(&self, o: &SymExpr) -> (SymExpr, SymExpr) {
+        let base = self.floor(o, self.d - 1, 1) - 1;
+        let num = o * self.p + self.q - &base * self.d;
+        (base, num)
+    }
+
     /// `floor(x)` and the numerator of `x − floor(x)` (over `d`).
     pub fn split(&self, o: &SymExpr) -> (SymExpr, SymExpr) {
         let x = o * self.p + self.q;
