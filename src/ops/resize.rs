@@ -3,27 +3,34 @@
 //! Forms: opset 10 (`X, scales`; asymmetric coordinates, nearest rounds down, as ONNX's version
 //! converter states) and opset 11+ (`X, roi, scales, sizes` with `coordinate_transformation_mode`
 //! `half_pixel`, `half_pixel_symmetric`, `pytorch_half_pixel`, `asymmetric` or `align_corners`,
-//! and `nearest_mode`), with the opset-18 `axes` and `keep_aspect_ratio_policy` attributes. `scales` and `sizes` must be constants. Not supported
-//! (a clear error): `tf_crop_and_resize` and `antialias`. Mode `cubic` lives in [`cubic`].
+//! and `nearest_mode`), with the opset-18 `axes` and `keep_aspect_ratio_policy` attributes.
+//! `scales` and `sizes` must be constants. Not supported (a clear error): `tf_crop_and_resize`
+//! and `antialias`.
 //!
-//! Expansion: one map over the output. Nearest reads `X` at an index computed from the output
-//! index by floor divisions of the exact coordinate fraction (see [`axis`]); the index is checked
-//! against the reference's `f64` rounding at every output position, and where float rounding
-//! makes them differ the index becomes an exact sum of steps `min(1, max(0, o − t + 1))`.
-//! Linear reads the `2ᵏ` corners around the coordinate (k = resized axes) at clamped floor /
-//! floor + 1 and blends them with weights `((p·o + q) mod d) / d` computed in the tasklet.
+//! Expansion, one module per mode: one map over the output. [`nearest`] reads `X` at an index
+//! computed from the output index by floor divisions of the exact coordinate fraction (see
+//! [`axis`]); the index is checked against the reference's `f64` rounding at every output
+//! position, and where float rounding makes them differ the index becomes an exact sum of steps
+//! `min(1, max(0, o − t + 1))`. [`linear`] reads the `2ᵏ` corners around the coordinate
+//! (k = resized axes) at clamped floor / floor + 1 and blends them with weights
+//! `((p·o + q) mod d) / d` computed in the tasklet. [`cubic`] blends `4ᵏ` corners with weights
+//! from per-axis tables.
 
 mod axis;
 mod cubic;
+mod linear;
+mod nearest;
 
 use super::expand::elementwise_index;
 use super::movement::{concrete, gather, resolve_axes, to_usize, type_of, Param};
 use super::support::{arg, element_map, input_type, offset, Read};
 use super::window::multi_indices;
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, LibraryNode, SymEnv, SymExpr, TExpr, Tensor};
+use crate::ir::{LibraryNode, SymExpr, TExpr, Tensor};
 use axis::{Axis, CoordMode, Rounding, Scale};
 use cubic::Cubic;
+use linear::linear_corners;
+use nearest::nearest_index;
 
 pub static OPS: &[&dyn Operator] = &[&Resize];
 
@@ -422,140 +429,4 @@ fn blend_eval(
 /// `max(0, min(n − 1, e))`.
 fn clamped(e: SymExpr, n: i64) -> SymExpr {
     e.min(SymExpr::Int(n - 1)).max(SymExpr::Int(0))
-}
-
-/// The input index `nearest` reads along `axis` for the map parameter `o` (named `name`): the
-/// closed form when it rounds exactly like the reference at every position, else a sum of
-/// steps that reproduces the reference's table.
-fn nearest_index(axis: &Axis, rounding: Rounding, name: &str, o: &SymExpr) -> SymExpr {
-    let table: Vec<i64> = (0..axis.output)
-        .map(|p| axis.nearest(p, rounding))
-        .collect();
-    let at = |e: &SymExpr, p: i64| e.eval(&SymEnv::from([(name.to_string(), p)])).ok();
-    if let Some(affine) = axis.exact() {
-        let e = clamped(affine.rounded(o, rounding), axis.input);
-        if (0..axis.output).all(|p| at(&e, p) == Some(table[to_usize(p)])) {
-            return e;
-        }
-    }
-    let mut e = SymExpr::Int(table.first().copied().unwrap_or(0));
-    for (p, w) in table.windows(2).enumerate() {
-        if w[1] != w[0] {
-            let t = p as i64 + 1;
-            let step = (o - (t - 1)).max(SymExpr::Int(0)).min(SymExpr::Int(1));
-            e = e + step * (w[1] - w[0]);
-        }
-    }
-    e
-}
-
-/// Tasklet reads of `X`: connector and index.
-type Reads = Vec<(String, Vec<SymExpr>)>;
-
-/// Tasklet reads and value of multilinear interpolation over the resized
-/// axes, for the output index `idx`.
-fn linear_corners(axes: &[Option<Axis>], idx: &[SymExpr]) -> Result<(Reads, TExpr), OpError> {
-    // Per blended axis: the two indices and the weight of the upper one.
-    let mut taps: Vec<(usize, SymExpr, SymExpr, TExpr)> = Vec::new();
-    let mut base = idx.to_vec();
-    for (d, a) in axes.iter().enumerate() {
-        let Some(a) = a else { continue };
-        let affine = a.exact().ok_or_else(|| {
-            unsupported(&format!(
-                "the scale {} of dimension {d} (too fine a fraction)",
-                a.scale.value
-            ))
-        })?;
-        let (floor, num) = affine.split(&idx[d]);
-        if affine.d == 1 {
-            base[d] = clamped(floor, a.input);
-            continue;
-        }
-        let weight = TExpr::binary(BinOp::Div, TExpr::Index(num), TExpr::Const(affine.d as f64));
-        let hi = clamped(&floor + 1, a.input);
-        taps.push((d, clamped(floor, a.input), hi, weight));
-    }
-    let mut reads = Vec::new();
-    let mut value: Option<TExpr> = None;
-    for corner in 0..1usize << taps.len() {
-        let conn = format!("x{corner}");
-        let mut src = base.clone();
-        let mut term = TExpr::input(&conn);
-        for (k, (d, lo, hi, w)) in taps.iter().enumerate() {
-            let upper = corner >> k & 1 == 1;
-            src[*d] = if upper { hi.clone() } else { lo.clone() };
-            let w = match upper {
-                true => w.clone(),
-                false => TExpr::binary(BinOp::Sub, TExpr::Const(1.0), w.clone()),
-            };
-            term = TExpr::binary(BinOp::Mul, w, term);
-        }
-        value = Some(match value {
-            None => term,
-            Some(acc) => TExpr::binary(BinOp::Add, acc, term),
-        });
-        reads.push((conn, src));
-    }
-    Ok((reads, value.unwrap_or_else(|| TExpr::input("x0"))))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use axis::CoordMode;
-
-    /// The expansion's index reproduces the reference's rounding at every position, through
-    /// the closed form or, where float rounding differs from exact arithmetic, the step sum.
-    #[test]
-    fn nearest_index_reproduces_the_reference_table() {
-        let modes = [
-            CoordMode::HalfPixel,
-            CoordMode::HalfPixelSymmetric,
-            CoordMode::PytorchHalfPixel,
-            CoordMode::Asymmetric,
-            CoordMode::AlignCorners,
-        ];
-        let roundings = [
-            Rounding::RoundPreferFloor,
-            Rounding::RoundPreferCeil,
-            Rounding::Floor,
-            Rounding::Ceil,
-        ];
-        let o = SymExpr::sym("o");
-        let mut fallbacks = 0;
-        for input in 1..=8 {
-            for output in 1..=17 {
-                let scales = [
-                    Scale::ratio(output, input),
-                    Scale::float(f64::from(output as f32 / input as f32)).expect("finite"),
-                ];
-                for (scale, mode, rounding) in scales.iter().flat_map(|&s| {
-                    modes
-                        .iter()
-                        .flat_map(move |&m| roundings.map(|r| (s, m, r)))
-                }) {
-                    let axis = Axis {
-                        input,
-                        output,
-                        scale,
-                        mode,
-                    };
-                    let e = nearest_index(&axis, rounding, "o", &o);
-                    let closed = axis
-                        .exact()
-                        .map(|a| clamped(a.rounded(&o, rounding), input));
-                    fallbacks += usize::from(closed.as_ref() != Some(&e));
-                    for p in 0..output {
-                        let got = e.eval(&SymEnv::from([("o".to_string(), p)]));
-                        assert_eq!(
-                            got,
-                            Ok(axis.nearest(p, rounding)),
-                            "{axis:?} {rounding:?} at {p}"
-                        );
-                    }
-                }
-            }
-        }
-        assert!(fallbacks > 0, "the sweep no longer exercises the step sum");
-    }
 }
