@@ -271,6 +271,12 @@ fn every_operator() -> Program {
             &[1, 2, 3, 4],
             &[floats(&[]), floats(&[]), ints(&[1, 2, 5, 3])],
         ),
+        case(
+            "Resize",
+            &[("mode", s("linear")), ("antialias", Attr::Int(1))],
+            &[1, 1, 7, 6],
+            &[floats(&[]), floats(&[]), ints(&[1, 1, 3, 4])],
+        ),
     ];
     let mut p = Program::new("movement");
     let mut nodes = Vec::new();

@@ -4,8 +4,7 @@
 //! converter states) and opset 11+ (`X, roi, scales, sizes` with `coordinate_transformation_mode`
 //! `half_pixel`, `half_pixel_symmetric`, `pytorch_half_pixel`, `asymmetric` or `align_corners`,
 //! and `nearest_mode`), with the opset-18 `axes` and `keep_aspect_ratio_policy` attributes.
-//! `scales` and `sizes` must be constants. Not supported (a clear error): `tf_crop_and_resize`
-//! and `antialias`.
+//! `scales` and `sizes` must be constants. Not supported (a clear error): `tf_crop_and_resize`.
 //!
 //! Expansion, one module per mode: one map over the output. [`nearest`] reads `X` at an index
 //! computed from the output index by floor divisions of the exact coordinate fraction (see
@@ -13,11 +12,11 @@
 //! position, and where float rounding makes them differ the index becomes an exact sum of steps
 //! `min(1, max(0, o − t + 1))`. [`linear`] reads the `2ᵏ` corners around the coordinate
 //! (k = resized axes) at clamped floor / floor + 1 and blends them with weights
-//! `((p·o + q) mod d) / d` computed in the tasklet. [`cubic`] blends `4ᵏ` corners with weights
-//! from per-axis tables.
+//! `((p·o + q) mod d) / d` computed in the tasklet. [`kernel`] (cubic, antialiased linear and
+//! cubic) blends `tapsᵏ` corners with weights from per-axis tables.
 
 mod axis;
-mod cubic;
+mod kernel;
 mod linear;
 mod nearest;
 
@@ -28,7 +27,7 @@ use super::window::multi_indices;
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{LibraryNode, SymExpr, TExpr, Tensor};
 use axis::{Axis, CoordMode, Rounding, Scale};
-use cubic::Cubic;
+use kernel::{Kernel, Shape};
 use linear::linear_corners;
 use nearest::nearest_index;
 
@@ -41,7 +40,8 @@ const OP: &str = "Resize";
 enum Method {
     Nearest(Rounding),
     Linear,
-    Cubic(Cubic),
+    /// Cubic, or linear with antialiasing.
+    Kernel(Kernel),
 }
 
 /// The resolved operator: method and, per dimension, its geometry (`None`: left unchanged).
@@ -92,14 +92,21 @@ impl Plan {
                 ],
             )?,
         };
+        // Antialiased linear is a kernel resize; plain linear has its exact corner blend.
+        let linear = Kernel::of(node, Shape::Linear)?;
+        let linear = match linear.antialias {
+            true => Method::Kernel(linear),
+            false => Method::Linear,
+        };
+        let cubic = Method::Kernel(Kernel::of(node, Kernel::cubic_shape(node))?);
         let method = choice(
             node,
             "mode",
             "nearest",
             &[
                 ("nearest", Some(Method::Nearest(rounding))),
-                ("linear", Some(Method::Linear)),
-                ("cubic", Some(Method::Cubic(Cubic::of(node)?))),
+                ("linear", Some(linear)),
+                ("cubic", Some(cubic)),
             ],
         )?;
         let mode = match legacy {
@@ -118,9 +125,12 @@ impl Plan {
                 ],
             )?,
         };
-        let nearest = matches!(method, Method::Nearest(_));
-        if !nearest && node.int("antialias").unwrap_or(0) != 0 {
-            return Err(unsupported("antialias"));
+        if matches!(method, Method::Nearest(_)) && node.int("antialias").unwrap_or(0) != 0 {
+            return Err(OpError::attr(
+                OP,
+                "antialias",
+                "applies to linear and cubic only",
+            ));
         }
         let present = |i: usize, what: &str| -> Result<Option<&'a Tensor>, OpError> {
             Ok(param(i).value(OP, what)?.filter(|t| !t.is_empty()))
@@ -327,7 +337,7 @@ impl Operator for Resize {
                 let (lo, hi, w) = a.linear(o);
                 vec![(lo, 1.0 - w), (hi, w)]
             }),
-            Method::Cubic(cubic) => blend_eval(x, &plan.axes, &shape, |a, o| cubic.taps(a, o)),
+            Method::Kernel(kernel) => blend_eval(x, &plan.axes, &shape, |a, o| kernel.taps(a, o)),
         };
         Ok(vec![y])
     }
@@ -353,10 +363,10 @@ impl Operator for Resize {
                 (vec![(String::from("x"), src)], TExpr::input("x"))
             }
             Method::Linear => linear_corners(&plan.axes, &idx)?,
-            Method::Cubic(cubic) => {
+            Method::Kernel(kernel) => {
                 let io = (x.as_str(), y.as_str());
                 let shape = &y_desc.shape;
-                return cubic.append(ctx.b, &ctx.label, io, x_desc.dtype, &plan.axes, shape);
+                return kernel.append(ctx.b, &ctx.label, io, x_desc.dtype, &plan.axes, shape);
             }
         };
         let reads = reads

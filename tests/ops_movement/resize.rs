@@ -121,6 +121,48 @@ fn cubic_by_hand_and_against_the_onnx_reference() {
     }
 }
 
+/// Antialiasing stretches the kernel by `1 / scale` when downsampling. By hand: `[1, 2, 4, 8]`
+/// → 2 (half_pixel, coordinates 0.5 and 2.5) weighs four positions each with the triangle at
+/// ±0.25, ±0.75, normalised: (1, 3, 3, 1) / 8 over positions −1‥2 (edge-repeated) and 1‥4:
+/// 1.75 and 5.75. The others are ONNX's reference values (onnx 1.17).
+#[test]
+fn antialias_by_hand_and_against_the_onnx_reference() {
+    let anti = |mode: &str, exclude: i64| {
+        [
+            ("mode", s(mode)),
+            ("antialias", Attr::Int(1)),
+            ("exclude_outside", Attr::Int(exclude)),
+        ]
+    };
+    let x = t(&[1, 1, 1, 4], &[1.0, 2.0, 4.0, 8.0]);
+    let y = resize_sizes(&anti("linear", 0), &x, &[1, 1, 1, 2]);
+    assert_close(&y, &[1, 1, 1, 2], &[1.75, 5.75]);
+    let x = t(&[1, 1, 1, 7], &[1.0, 2.0, 4.0, 8.0, 3.0, 5.0, 7.0]);
+    let y = resize_sizes(&anti("cubic", 0), &x, &[1, 1, 1, 3]);
+    assert_close(&y, &[1, 1, 1, 3], &[1.93878829, 5.36374998, 5.48782015]);
+    let y = resize_sizes(&anti("linear", 1), &x, &[1, 1, 1, 3]);
+    assert_close(&y, &[1, 1, 1, 3], &[2.07142854, 5.35294104, 5.28571415]);
+    for mode in ["linear", "cubic"] {
+        for exclude in [0, 1] {
+            let sizes = Some(ints(&[1, 2, 2, 5]));
+            agrees_const(
+                "Resize",
+                &anti(mode, exclude),
+                &[1, 2, 5, 3],
+                &[None, None, sizes],
+            );
+        }
+    }
+    let nearest = [("antialias", Attr::Int(1))];
+    let e = infer_const(
+        "Resize",
+        &nearest,
+        ty(&[4]),
+        &[None, None, Some(&ints(&[2]))],
+    );
+    assert_err(e, "attr", "antialias");
+}
+
 #[test]
 fn cubic_expansion_matches_reference() {
     let coords = [
@@ -332,8 +374,6 @@ fn resize_shape_rules() {
         "attr",
         "unknown value",
     );
-    let anti = [("mode", s("linear")), ("antialias", Attr::Int(1))];
-    assert_err(with(&anti, None, Some(&sizes)), "unsupported", "antialias");
     let dynamic = infer(
         "Resize",
         &[],
