@@ -5,10 +5,10 @@
 //! the input instead and renormalises the rest.
 //!
 //! Like ONNX's reference, the neighbourhood of coordinate `x` is `base + start … base + 1 −
-//! start` with `base = ceil(x) − 1`, ratio `r = x − base` in `(0, 1]`, and `start = 1 −
-//! ⌈support / scale⌉`-ish (`floor(−support / s) + 1`, `s = min(scale, 1)` with antialias, else
-//! 1); the position `base + start + j` weighs `K(s·(start + j − r))`, normalised to sum 1 with
-//! antialias. The expansion writes those weights per output position of every resized axis into
+//! start` with `base = ceil(x) − 1`, ratio `r = x − base` in `(0, 1]`, and `start =
+//! floor(−support / s) + 1` (support 1 for linear, 2 for cubic; `s = min(scale, 1)` with
+//! antialias, else 1); the position `base + start + j` weighs `K(s·(start + j − r))`, normalised
+//! to sum 1 with antialias or `exclude_outside`. The expansion writes those weights per output position of every resized axis into
 //! a small table (one map per axis, from the exact coordinate fraction), and the output map
 //! blends the `tapsᵏ` corners with products of table entries.
 
