@@ -166,6 +166,13 @@ fn cases() -> Vec<Case> {
             f32_const(&[], vec![0.7]),
         ],
     ));
+    // Bounds as graph inputs: read by the generated code at run time.
+    v.push(("Clip", none(), vec![var(&[2, 5]), var(&[]), var(&[])]));
+    v.push((
+        "Clip",
+        none(),
+        vec![var(&[4]), (None, None), f32_const(&[], vec![0.1])],
+    ));
     v.push(("MatMul", none(), vec![var(&[2, 3, 5]), var(&[5, 7])]));
     v.push(("MatMul", none(), vec![var(&[5]), var(&[2, 5, 3])]));
     v.push((
@@ -231,6 +238,11 @@ fn cases() -> Vec<Case> {
         ],
     ));
     v.push((
+        "BatchNormalization",
+        attrs(&[("training_mode", Attr::Int(1))]),
+        vec![var(&[2, 3, 5]), var(&[3]), var(&[3]), var(&[3]), var(&[3])],
+    ));
+    v.push((
         "MaxPool",
         attrs(&[
             ("kernel_shape", ints(&[3, 2])),
@@ -238,6 +250,16 @@ fn cases() -> Vec<Case> {
             ("pads", ints(&[1, 0, 1, 1])),
         ]),
         vec![var(&[1, 2, 7, 5])],
+    ));
+    // With Indices (as every MaxPool case here), column-major.
+    v.push((
+        "MaxPool",
+        attrs(&[
+            ("kernel_shape", ints(&[2, 3])),
+            ("pads", ints(&[1, 1, 0, 1])),
+            ("storage_order", Attr::Int(1)),
+        ]),
+        vec![var(&[2, 3, 4, 5])],
     ));
     v.push((
         "AveragePool",

@@ -232,6 +232,12 @@ fn every_operator() -> Program {
             &[ints(&[1, 4, 0, -1])],
         ),
         case("Pad", &[("mode", s("edge"))], &[3], &[ints(&[2, 1])]),
+        case(
+            "Pad",
+            &[("mode", s("wrap"))],
+            &[2, 3],
+            &[ints(&[3, -1, 1, 4])],
+        ),
         Case {
             op: "Pad",
             attrs: Vec::new(),
@@ -258,6 +264,18 @@ fn every_operator() -> Program {
             ],
             &[1, 1, 3, 5],
             &[floats(&[]), floats(&[1.0, 1.0, 1.5, 0.6])],
+        ),
+        case(
+            "Resize",
+            &[("mode", s("cubic")), ("exclude_outside", Attr::Int(1))],
+            &[1, 2, 3, 4],
+            &[floats(&[]), floats(&[]), ints(&[1, 2, 5, 3])],
+        ),
+        case(
+            "Resize",
+            &[("mode", s("linear")), ("antialias", Attr::Int(1))],
+            &[1, 1, 7, 6],
+            &[floats(&[]), floats(&[]), ints(&[1, 1, 3, 4])],
         ),
     ];
     let mut p = Program::new("movement");

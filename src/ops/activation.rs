@@ -8,7 +8,7 @@
 
 use super::support::{arg, element_map, input_type, opt_arg, params_over, Read};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, LibraryNode, TExpr, Tensor, UnOp};
+use crate::ir::{BinOp, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 
 pub static OPS: &[&dyn Operator] = &[
@@ -212,14 +212,55 @@ static CLIP: Unary = Unary {
     f: |x, p| x.max(p[0]).min(p[1]),
     t: |x, p| {
         // Unbounded sides emit no operation, so no infinity reaches the generated code.
-        let lower = if p[0].is_finite() { max(x, c(p[0])) } else { x };
-        if p[1].is_finite() {
-            min(lower, c(p[1]))
-        } else {
-            lower
-        }
+        let finite = |v: f64| v.is_finite().then(|| c(v));
+        clamp(x, finite(p[0]), finite(p[1]))
     },
 };
+
+/// `min(max(x, lo), hi)` with an absent side left out (the order of `numpy.clip`, so `lo > hi`
+/// yields `hi` as ONNX's reference does).
+fn clamp(x: TExpr, lo: Option<TExpr>, hi: Option<TExpr>) -> TExpr {
+    let lower = lo.map_or(x.clone(), |lo| max(x, lo));
+    hi.map_or(lower.clone(), |hi| min(lower, hi))
+}
+
+/// Clip's expansion. A bound given as a non-constant input is read from its one-element array
+/// by the tasklet at run time (so the generated C takes it as an argument); a constant bound is
+/// folded into the expression; an absent one (no input, no legacy attribute) emits nothing.
+fn expand_clip(ctx: &mut ExpandCtx) -> Result<(), OpError> {
+    let (x, desc) = ctx.input(0)?.clone();
+    let (y, _) = ctx.output(0)?.clone();
+    let (params, idx) = params_over("i", &desc.shape);
+    // (connector, container, element index) of the run-time bounds.
+    let mut runtime: Vec<(&str, String, Vec<SymExpr>)> = Vec::new();
+    let mut bounds = Vec::new();
+    for (i, attr, conn) in [(1, "min", "lo"), (2, "max", "hi")] {
+        let bound = match ctx.inputs.get(i) {
+            Some(Some((name, d))) => match ctx.constant_input(i) {
+                Some(t) => Some(scalar(CLIP.name, i, t)?)
+                    .filter(|v| v.is_finite())
+                    .map(c),
+                None => {
+                    runtime.push((conn, name.clone(), vec![SymExpr::Int(0); d.shape.len()]));
+                    Some(TExpr::input(conn))
+                }
+            },
+            _ => ctx.node.float(attr).filter(|v| v.is_finite()).map(c),
+        };
+        bounds.push(bound);
+    }
+    let hi = bounds.pop().flatten();
+    let lo = bounds.pop().flatten();
+    let value = clamp(TExpr::input("x"), lo, hi);
+    let mut reads = vec![Read::new("x", &x, idx.clone())];
+    reads.extend(
+        runtime
+            .iter()
+            .map(|(conn, data, at)| Read::new(conn, data, at.clone())),
+    );
+    element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, value);
+    Ok(())
+}
 
 /// The single value of a Clip bound tensor.
 fn scalar(op: &str, i: usize, t: &Tensor) -> Result<f64, OpError> {
@@ -330,19 +371,11 @@ impl Operator for Unary {
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        let constant = |i: usize| match ctx.inputs.get(i) {
-            Some(Some(_)) => {
-                let t = ctx.constant_input(i).ok_or_else(|| {
-                    OpError::unsupported(
-                        self.name,
-                        format!("input {i} must be a constant to expand the operator"),
-                    )
-                })?;
-                scalar(self.name, i, t).map(Some)
-            }
-            _ => Ok(None),
-        };
-        let p = self.resolve(ctx.node, &constant)?;
+        if matches!(self.params, Params::ClipBounds) {
+            return expand_clip(ctx);
+        }
+        // Only Clip has parameter inputs, and it expands above.
+        let p = self.resolve(ctx.node, &|_| Ok(None))?;
         let (x, desc) = ctx.input(0)?.clone();
         let (y, _) = ctx.output(0)?.clone();
         let (params, idx) = params_over("i", &desc.shape);

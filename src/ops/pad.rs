@@ -1,11 +1,13 @@
 //! Pad: `pads` as an attribute (with the float attribute `value`) before opset 11, as a constant
 //! input (with an optional `constant_value` input) from opset 11, and an optional `axes` input
-//! from opset 18. Modes `constant`, `reflect` and `edge`; negative pads crop.
+//! from opset 18. Modes `constant`, `reflect`, `edge` and `wrap`; negative pads crop.
 //!
 //! Output position `o` of an axis padded by `begin` stands for input position `s = o − begin`.
 //! Where `s` lies outside the input, `edge` reads the nearest end, `reflect` mirrors without
-//! repeating the border (periodically, as numpy does for pads wider than the input) and
-//! `constant` writes the constant value. The expansion is one map over the output whose read
+//! repeating the border (periodically, as numpy does for pads wider than the input), `wrap`
+//! reads `s mod n` (the input repeated as on a torus, also for pads wider than the input) and
+//! `constant` writes the constant value. Pads of mixed signs on one axis keep this rule: the
+//! positions past a cropped side are still those of the whole input. The expansion is one map over the output whose read
 //! index is that rule as a [`SymExpr`] (`min`/`max`/`mod`), so it never leaves the input; for
 //! `constant` the read index is clamped and a `select` on index comparisons picks the constant.
 
@@ -27,6 +29,7 @@ enum Mode {
     Constant,
     Reflect,
     Edge,
+    Wrap,
 }
 
 impl Mode {
@@ -35,7 +38,7 @@ impl Mode {
             "constant" => Ok(Mode::Constant),
             "reflect" => Ok(Mode::Reflect),
             "edge" => Ok(Mode::Edge),
-            "wrap" => Err(OpError::unsupported(OP, "mode `wrap` is not supported")),
+            "wrap" => Ok(Mode::Wrap),
             other => Err(OpError::attr(OP, "mode", format!("unknown mode `{other}`"))),
         }
     }
@@ -55,6 +58,7 @@ impl Mode {
                 let m = s.rem_euclid(period);
                 Some(m.min(period - m))
             }
+            Mode::Wrap => Some(s.rem_euclid(n)),
         }
     }
 }
@@ -235,6 +239,7 @@ impl Operator for Pad {
                     let m = s.clone().modulo(period.clone());
                     m.clone().min(period - m)
                 }
+                Mode::Wrap => s.clone().modulo(n.clone()),
             });
             if plan.mode != Mode::Constant {
                 continue;

@@ -4,13 +4,15 @@
 //! tensor — and differ only in where the window comes from (attributes, or the whole spatial
 //! extent) and in what they reduce, so one [`Pool`] value describes each.
 
+mod indices;
+
 use super::expand::elementwise_index;
 use super::window::{
     float_input, multi_indices, offset, sym_shape, tap, tensor_input, Tap, Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, Out};
-use crate::ir::{BinOp, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
+use crate::ir::{BinOp, DType, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
 
 pub static OPS: &[&dyn Operator] = &[
     &Pool {
@@ -112,6 +114,19 @@ impl Pool {
         flag(self.name, node, "count_include_pad")
     }
 
+    /// MaxPool has the optional `Indices` output; returns its `storage_order` (true: column-major
+    /// spatial offsets), `None` for the other pools.
+    fn indices_order(&self, node: &LibraryNode) -> Result<Option<bool>, OpError> {
+        if !self.has_indices() {
+            return Ok(None);
+        }
+        flag(self.name, node, "storage_order").map(Some)
+    }
+
+    fn has_indices(&self) -> bool {
+        !self.global && self.reduce == Reduce::Max
+    }
+
     /// The value a padded position contributes, which is also the reduction's identity.
     fn identity(&self) -> f64 {
         match self.reduce {
@@ -137,6 +152,10 @@ impl Operator for Pool {
         (1, 1)
     }
 
+    fn output_count(&self) -> usize {
+        1 + usize::from(self.has_indices())
+    }
+
     fn infer(
         &self,
         node: &LibraryNode,
@@ -146,52 +165,70 @@ impl Operator for Pool {
         let x = float_input(self.name, inputs, 0, "input X")?;
         let window = self.window(node, &x.shape)?;
         self.include_pad(node)?;
-        Ok(vec![TensorType::new(
-            x.dtype,
-            self.output_shape(&x.shape, &window),
-        )])
+        let y = TensorType::new(x.dtype, self.output_shape(&x.shape, &window));
+        let mut out = vec![y.clone()];
+        if self.indices_order(node)?.is_some() {
+            out.push(TensorType::new(DType::I64, y.shape));
+        }
+        Ok(out)
     }
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let x = tensor_input(self.name, inputs, 0, "input X")?;
         let window = self.window(node, &sym_shape(&x.shape))?;
         let include_pad = self.include_pad(node)?;
+        let order = self.indices_order(node)?;
         let axes = window.concrete(self.name)?;
         let out_spatial: Vec<usize> = axes.iter().map(|a| a.output as usize).collect();
         let kernel: Vec<usize> = axes.iter().map(|a| a.kernel as usize).collect();
         let xs = x.strides();
+        let spatial = &x.shape[2..];
+        let volume = spatial.iter().product::<usize>();
+        let steps = indices::weights(spatial, 1, order == Some(true));
         let mut y = Vec::new();
+        let mut argmax = Vec::new();
         for n in 0..x.shape[0] {
             for c in 0..x.shape[1] {
                 for o in multi_indices(&out_spatial) {
                     let mut acc = self.identity();
                     let mut count = 0usize;
+                    let mut first_max = None;
                     for k in multi_indices(&kernel) {
                         match tap(&axes, &o, &k) {
                             Tap::Input(at) => {
                                 let v = x.get_f64(n * xs[0] + c * xs[1] + offset(&xs[2..], &at));
+                                if order.is_some() && (first_max.is_none() || v > acc) {
+                                    let nc = n * x.shape[1] + c;
+                                    first_max = Some(indices::flat(nc, volume, &at, &steps));
+                                }
                                 acc = match self.reduce {
                                     Reduce::Max => acc.max(v),
                                     Reduce::Average => acc + v,
                                 };
                                 count += 1;
                             }
-                            Tap::Pad => count += usize::from(include_pad),
-                            Tap::Outside => {}
+                            // ONNX pads the ceil-mode overhang like the explicit padding.
+                            Tap::Pad | Tap::Outside => count += usize::from(include_pad),
                         }
                     }
                     y.push(match self.reduce {
                         Reduce::Max => acc,
                         Reduce::Average => acc / count as f64,
                     });
+                    // A window wholly in the padding has no source: ONNX's reference says -1.
+                    argmax.push(first_max.map_or(-1.0, |i| i as f64));
                 }
             }
         }
-        let out_shape = [x.shape[0], x.shape[1]]
+        let out_shape: Vec<usize> = [x.shape[0], x.shape[1]]
             .into_iter()
             .chain(out_spatial)
             .collect();
-        Ok(vec![Tensor::from_f64(x.dtype(), out_shape, &y)])
+        let mut out = vec![Tensor::from_f64(x.dtype(), out_shape.clone(), &y)];
+        if order.is_some() {
+            out.push(Tensor::from_f64(DType::I64, out_shape, &argmax));
+        }
+        Ok(out)
     }
 
     /// An init map writing the identity, a reduction map over `(n, c, o…, k…)` with a max or sum
@@ -199,12 +236,7 @@ impl Operator for Pool {
     /// through a select), and for averages a map dividing the sums by the window's divisor,
     /// which is an index expression when windows differ in size.
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        if ctx.outputs.iter().skip(1).any(Option::is_some) {
-            return Err(OpError::unsupported(
-                self.name,
-                "only the pooled values are supported, not the Indices output",
-            ));
-        }
+        let order = self.indices_order(ctx.node)?;
         let (x, xd) = ctx.input(0)?.clone();
         let (y, yd) = ctx.output(0)?.clone();
         let window = self.window(ctx.node, &xd.shape)?;
@@ -281,6 +313,9 @@ impl Operator for Pool {
             },
         );
 
+        if let Some(column) = order {
+            indices::append(ctx, &window, &red_params, column)?;
+        }
         if self.reduce == Reduce::Average {
             let divisor = window.divisor(&idx[2..], include_pad);
             let divisor = match divisor.as_int() {

@@ -1,38 +1,47 @@
-//! Resize: nearest-neighbour and (multi)linear resampling with static output sizes.
+//! Resize: nearest-neighbour, (multi)linear and cubic resampling with static output sizes.
 //!
 //! Forms: opset 10 (`X, scales`; asymmetric coordinates, nearest rounds down, as ONNX's version
 //! converter states) and opset 11+ (`X, roi, scales, sizes` with `coordinate_transformation_mode`
-//! `half_pixel`, `pytorch_half_pixel`, `asymmetric` or `align_corners`, and `nearest_mode`),
-//! with the opset-18 `axes` attribute. `scales` and `sizes` must be constants. Not supported
-//! (a clear error): `cubic`, `tf_crop_and_resize`, `half_pixel_symmetric`, `antialias` and
-//! `keep_aspect_ratio_policy` other than `stretch`.
+//! `half_pixel`, `half_pixel_symmetric`, `pytorch_half_pixel`, `asymmetric` or `align_corners`,
+//! and `nearest_mode`), with the opset-18 `axes` and `keep_aspect_ratio_policy` attributes.
+//! `scales` and `sizes` must be constants. Not supported (a clear error): `tf_crop_and_resize`.
 //!
-//! Expansion: one map over the output. Nearest reads `X` at an index computed from the output
-//! index by floor divisions of the exact coordinate fraction (see [`axis`]); the index is checked
-//! against the reference's `f64` rounding at every output position, and where float rounding
-//! makes them differ the index becomes an exact sum of steps `min(1, max(0, o − t + 1))`.
-//! Linear reads the `2ᵏ` corners around the coordinate (k = resized axes) at clamped floor /
-//! floor + 1 and blends them with weights `((p·o + q) mod d) / d` computed in the tasklet.
+//! Expansion, one module per mode: one map over the output. [`nearest`] reads `X` at an index
+//! computed from the output index by floor divisions of the exact coordinate fraction (see
+//! [`axis`]); the index is checked against the reference's `f64` rounding at every output
+//! position, and where float rounding makes them differ the index becomes an exact sum of steps
+//! `min(1, max(0, o − t + 1))`. [`linear`] reads the `2ᵏ` corners around the coordinate
+//! (k = resized axes) at clamped floor / floor + 1 and blends them with weights
+//! `((p·o + q) mod d) / d` computed in the tasklet. [`kernel`] (cubic, antialiased linear and
+//! cubic) blends `tapsᵏ` corners with weights from per-axis tables.
 
 mod axis;
+mod kernel;
+mod linear;
+mod nearest;
 
 use super::expand::elementwise_index;
 use super::movement::{concrete, gather, resolve_axes, to_usize, type_of, Param};
 use super::support::{arg, element_map, input_type, offset, Read};
 use super::window::multi_indices;
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, LibraryNode, SymEnv, SymExpr, TExpr, Tensor};
+use crate::ir::{LibraryNode, SymExpr, TExpr, Tensor};
 use axis::{Axis, CoordMode, Rounding, Scale};
+use kernel::{Kernel, Shape};
+use linear::linear_corners;
+use nearest::nearest_index;
 
 pub static OPS: &[&dyn Operator] = &[&Resize];
 
 const OP: &str = "Resize";
 
 /// What the output samples.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Method {
     Nearest(Rounding),
     Linear,
+    /// Cubic, or linear with antialiasing.
+    Kernel(Kernel),
 }
 
 /// The resolved operator: method and, per dimension, its geometry (`None`: left unchanged).
@@ -83,14 +92,21 @@ impl Plan {
                 ],
             )?,
         };
+        // Antialiased linear is a kernel resize; plain linear has its exact corner blend.
+        let linear = Kernel::of(node, Shape::Linear)?;
+        let linear = match linear.antialias {
+            true => Method::Kernel(linear),
+            false => Method::Linear,
+        };
+        let cubic = Method::Kernel(Kernel::of(node, Kernel::cubic_shape(node))?);
         let method = choice(
             node,
             "mode",
             "nearest",
             &[
                 ("nearest", Some(Method::Nearest(rounding))),
-                ("linear", Some(Method::Linear)),
-                ("cubic", None),
+                ("linear", Some(linear)),
+                ("cubic", Some(cubic)),
             ],
         )?;
         let mode = match legacy {
@@ -105,18 +121,16 @@ impl Plan {
                     ("asymmetric", Some(CoordMode::Asymmetric)),
                     ("align_corners", Some(CoordMode::AlignCorners)),
                     ("tf_crop_and_resize", None),
-                    ("half_pixel_symmetric", None),
+                    ("half_pixel_symmetric", Some(CoordMode::HalfPixelSymmetric)),
                 ],
             )?,
         };
-        if method == Method::Linear && node.int("antialias").unwrap_or(0) != 0 {
-            return Err(unsupported("antialias"));
-        }
-        if node
-            .str("keep_aspect_ratio_policy")
-            .is_some_and(|p| p != "stretch")
-        {
-            return Err(unsupported("keep_aspect_ratio_policy other than `stretch`"));
+        if matches!(method, Method::Nearest(_)) && node.int("antialias").unwrap_or(0) != 0 {
+            return Err(OpError::attr(
+                OP,
+                "antialias",
+                "applies to linear and cubic only",
+            ));
         }
         let present = |i: usize, what: &str| -> Result<Option<&'a Tensor>, OpError> {
             Ok(param(i).value(OP, what)?.filter(|t| !t.is_empty()))
@@ -143,6 +157,10 @@ impl Plan {
                 format!("`{what}` has {len} entries for {} axes", axes.len()),
             ));
         }
+        let keep_aspect = match sizes {
+            Some(sizes) => aspect_scale(node, shape, &axes, &sizes.to_i64_vec())?,
+            None => None,
+        };
         let mut out = vec![None; shape.len()];
         for (k, &d) in axes.iter().enumerate() {
             let static_extent = || {
@@ -168,6 +186,13 @@ impl Plan {
                 let scale =
                     Scale::float(v).ok_or_else(|| unsupported(&format!("the scale {v}")))?;
                 (n, (n as f64 * v).floor() as i64, scale)
+            } else if let Some(scale) = keep_aspect {
+                if scale.value == 1.0 {
+                    continue;
+                }
+                let n = static_extent()?;
+                // ONNX rounds half up: floor(s·n + ½).
+                (n, (scale.value * n as f64 + 0.5).floor() as i64, scale)
             } else {
                 let size = sizes.map_or(0, |s| s.to_i64_vec()[k]);
                 let n = static_extent()?;
@@ -201,6 +226,55 @@ impl Plan {
             .collect();
         TensorType::new(x.dtype, shape)
     }
+}
+
+/// The one scale of `keep_aspect_ratio_policy` `not_larger` (the smallest `size / extent` over
+/// the resized axes) or `not_smaller` (the largest); `None` for `stretch`, where every axis
+/// takes its own size.
+fn aspect_scale(
+    node: &LibraryNode,
+    shape: &[SymExpr],
+    axes: &[usize],
+    sizes: &[i64],
+) -> Result<Option<Scale>, OpError> {
+    let smallest = choice(
+        node,
+        "keep_aspect_ratio_policy",
+        "stretch",
+        &[
+            ("stretch", Some(None)),
+            ("not_larger", Some(Some(true))),
+            ("not_smaller", Some(Some(false))),
+        ],
+    )?;
+    let Some(smallest) = smallest else {
+        return Ok(None);
+    };
+    let mut best: Option<Scale> = None;
+    for (&d, &size) in axes.iter().zip(sizes) {
+        let n = shape[d]
+            .as_int()
+            .filter(|&n| n > 0 && size >= 0)
+            .ok_or_else(|| {
+                OpError::shape(
+                    OP,
+                    format!(
+                        "cannot resize dimension {d} of extent {} to {size}",
+                        shape[d]
+                    ),
+                )
+            })?;
+        let s = Scale::ratio(size, n);
+        let better = match best {
+            None => true,
+            Some(b) if smallest => s.value < b.value,
+            Some(b) => s.value > b.value,
+        };
+        if better {
+            best = Some(s);
+        }
+    }
+    Ok(best)
 }
 
 /// `Y = resize(X)`.
@@ -259,7 +333,11 @@ impl Operator for Resize {
                     Some(offset(&src, &strides))
                 })
             }
-            Method::Linear => linear_eval(x, &plan.axes, &shape),
+            Method::Linear => blend_eval(x, &plan.axes, &shape, |a, o| {
+                let (lo, hi, w) = a.linear(o);
+                vec![(lo, 1.0 - w), (hi, w)]
+            }),
+            Method::Kernel(kernel) => blend_eval(x, &plan.axes, &shape, |a, o| kernel.taps(a, o)),
         };
         Ok(vec![y])
     }
@@ -285,6 +363,11 @@ impl Operator for Resize {
                 (vec![(String::from("x"), src)], TExpr::input("x"))
             }
             Method::Linear => linear_corners(&plan.axes, &idx)?,
+            Method::Kernel(kernel) => {
+                let io = (x.as_str(), y.as_str());
+                let shape = &y_desc.shape;
+                return kernel.append(ctx.b, &ctx.label, io, x_desc.dtype, &plan.axes, shape);
+            }
         };
         let reads = reads
             .iter()
@@ -294,8 +377,8 @@ impl Operator for Resize {
         Ok(())
     }
 
-    /// Nearest only moves data; linear weighs and adds `2ᵏ` corners per output element, `k`
-    /// being the number of resized dimensions.
+    /// Nearest only moves data; linear weighs and adds `2ᵏ` corners per output element, cubic
+    /// `4ᵏ`, `k` being the number of resized dimensions.
     fn flops(
         &self,
         node: &LibraryNode,
@@ -305,36 +388,49 @@ impl Operator for Resize {
         let (Some(Some(x)), Some(y)) = (inputs.first(), outputs.first()) else {
             return 0;
         };
-        if node.str("mode") != Some("linear") {
-            return 0;
-        }
+        let taps: u64 = match node.str("mode") {
+            Some("linear") => 2,
+            Some("cubic") => 4,
+            _ => return 0,
+        };
         let resized = x.shape.iter().zip(&y.shape).filter(|(a, b)| a != b).count();
         let elements = y.static_shape().map_or(0, |s| s.iter().product::<usize>()) as u64;
-        elements.saturating_mul(2u64.saturating_pow(u32::try_from(resized + 1).unwrap_or(u32::MAX)))
+        let corners = taps.saturating_pow(u32::try_from(resized).unwrap_or(u32::MAX));
+        elements.saturating_mul(corners.saturating_mul(2))
     }
 }
 
-/// Multilinear interpolation, straight from the per-axis neighbours and weights.
-fn linear_eval(x: &Tensor, axes: &[Option<Axis>], shape: &[usize]) -> Tensor {
+/// Separable interpolation, straight from the input positions and weights `taps` gives every
+/// output position of each resized axis: the sum over all combinations of one tap per axis.
+fn blend_eval(
+    x: &Tensor,
+    axes: &[Option<Axis>],
+    shape: &[usize],
+    taps: impl Fn(&Axis, i64) -> Vec<(i64, f64)>,
+) -> Tensor {
     let strides = x.strides();
-    let blended: Vec<usize> = (0..axes.len()).filter(|&d| axes[d].is_some()).collect();
     let mut y = Tensor::zeros(x.dtype(), shape.to_vec());
     for (e, idx) in multi_indices(shape).enumerate() {
-        let taps: Vec<(i64, i64, f64)> = blended
-            .iter()
-            .map(|&d| axes[d].map_or((0, 0, 0.0), |a| a.linear(idx[d] as i64)))
-            .collect();
-        let mut sum = 0.0;
-        for corner in 0..1usize << blended.len() {
-            let mut src = idx.clone();
-            let mut weight = 1.0;
-            for (k, &(lo, hi, w)) in taps.iter().enumerate() {
-                let upper = corner >> k & 1 == 1;
-                src[blended[k]] = to_usize(if upper { hi } else { lo });
-                weight *= if upper { w } else { 1.0 - w };
-            }
-            sum += weight * x.get_f64(offset(&src, &strides));
+        // Partial sums over the combinations of the axes done so far: (source index, weight).
+        let mut partial = vec![(idx.clone(), 1.0)];
+        for (d, a) in axes.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let axis_taps = taps(a, idx[d] as i64);
+            partial = partial
+                .iter()
+                .flat_map(|(src, w)| {
+                    axis_taps.iter().map(move |&(at, tw)| {
+                        let mut src = src.clone();
+                        src[d] = to_usize(at);
+                        (src, w * tw)
+                    })
+                })
+                .collect();
         }
+        let sum: f64 = partial
+            .iter()
+            .map(|(src, w)| w * x.get_f64(offset(src, &strides)))
+            .sum();
         y.set_f64(e, sum);
     }
     y
@@ -343,139 +439,4 @@ fn linear_eval(x: &Tensor, axes: &[Option<Axis>], shape: &[usize]) -> Tensor {
 /// `max(0, min(n − 1, e))`.
 fn clamped(e: SymExpr, n: i64) -> SymExpr {
     e.min(SymExpr::Int(n - 1)).max(SymExpr::Int(0))
-}
-
-/// The input index `nearest` reads along `axis` for the map parameter `o` (named `name`): the
-/// closed form when it rounds exactly like the reference at every position, else a sum of
-/// steps that reproduces the reference's table.
-fn nearest_index(axis: &Axis, rounding: Rounding, name: &str, o: &SymExpr) -> SymExpr {
-    let table: Vec<i64> = (0..axis.output)
-        .map(|p| axis.nearest(p, rounding))
-        .collect();
-    let at = |e: &SymExpr, p: i64| e.eval(&SymEnv::from([(name.to_string(), p)])).ok();
-    if let Some(affine) = axis.exact() {
-        let e = clamped(affine.rounded(o, rounding), axis.input);
-        if (0..axis.output).all(|p| at(&e, p) == Some(table[to_usize(p)])) {
-            return e;
-        }
-    }
-    let mut e = SymExpr::Int(table.first().copied().unwrap_or(0));
-    for (p, w) in table.windows(2).enumerate() {
-        if w[1] != w[0] {
-            let t = p as i64 + 1;
-            let step = (o - (t - 1)).max(SymExpr::Int(0)).min(SymExpr::Int(1));
-            e = e + step * (w[1] - w[0]);
-        }
-    }
-    e
-}
-
-/// Tasklet reads of `X`: connector and index.
-type Reads = Vec<(String, Vec<SymExpr>)>;
-
-/// Tasklet reads and value of multilinear interpolation over the resized
-/// axes, for the output index `idx`.
-fn linear_corners(axes: &[Option<Axis>], idx: &[SymExpr]) -> Result<(Reads, TExpr), OpError> {
-    // Per blended axis: the two indices and the weight of the upper one.
-    let mut taps: Vec<(usize, SymExpr, SymExpr, TExpr)> = Vec::new();
-    let mut base = idx.to_vec();
-    for (d, a) in axes.iter().enumerate() {
-        let Some(a) = a else { continue };
-        let affine = a.exact().ok_or_else(|| {
-            unsupported(&format!(
-                "the scale {} of dimension {d} (too fine a fraction)",
-                a.scale.value
-            ))
-        })?;
-        let (floor, num) = affine.split(&idx[d]);
-        if affine.d == 1 {
-            base[d] = clamped(floor, a.input);
-            continue;
-        }
-        let weight = TExpr::binary(BinOp::Div, TExpr::Index(num), TExpr::Const(affine.d as f64));
-        let hi = clamped(&floor + 1, a.input);
-        taps.push((d, clamped(floor, a.input), hi, weight));
-    }
-    let mut reads = Vec::new();
-    let mut value: Option<TExpr> = None;
-    for corner in 0..1usize << taps.len() {
-        let conn = format!("x{corner}");
-        let mut src = base.clone();
-        let mut term = TExpr::input(&conn);
-        for (k, (d, lo, hi, w)) in taps.iter().enumerate() {
-            let upper = corner >> k & 1 == 1;
-            src[*d] = if upper { hi.clone() } else { lo.clone() };
-            let w = match upper {
-                true => w.clone(),
-                false => TExpr::binary(BinOp::Sub, TExpr::Const(1.0), w.clone()),
-            };
-            term = TExpr::binary(BinOp::Mul, w, term);
-        }
-        value = Some(match value {
-            None => term,
-            Some(acc) => TExpr::binary(BinOp::Add, acc, term),
-        });
-        reads.push((conn, src));
-    }
-    Ok((reads, value.unwrap_or_else(|| TExpr::input("x0"))))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use axis::CoordMode;
-
-    /// The expansion's index reproduces the reference's rounding at every position, through
-    /// the closed form or, where float rounding differs from exact arithmetic, the step sum.
-    #[test]
-    fn nearest_index_reproduces_the_reference_table() {
-        let modes = [
-            CoordMode::HalfPixel,
-            CoordMode::PytorchHalfPixel,
-            CoordMode::Asymmetric,
-            CoordMode::AlignCorners,
-        ];
-        let roundings = [
-            Rounding::RoundPreferFloor,
-            Rounding::RoundPreferCeil,
-            Rounding::Floor,
-            Rounding::Ceil,
-        ];
-        let o = SymExpr::sym("o");
-        let mut fallbacks = 0;
-        for input in 1..=8 {
-            for output in 1..=17 {
-                let scales = [
-                    Scale::ratio(output, input),
-                    Scale::float(f64::from(output as f32 / input as f32)).expect("finite"),
-                ];
-                for (scale, mode, rounding) in scales.iter().flat_map(|&s| {
-                    modes
-                        .iter()
-                        .flat_map(move |&m| roundings.map(|r| (s, m, r)))
-                }) {
-                    let axis = Axis {
-                        input,
-                        output,
-                        scale,
-                        mode,
-                    };
-                    let e = nearest_index(&axis, rounding, "o", &o);
-                    let closed = axis
-                        .exact()
-                        .map(|a| clamped(a.rounded(&o, rounding), input));
-                    fallbacks += usize::from(closed.as_ref() != Some(&e));
-                    for p in 0..output {
-                        let got = e.eval(&SymEnv::from([("o".to_string(), p)]));
-                        assert_eq!(
-                            got,
-                            Ok(axis.nearest(p, rounding)),
-                            "{axis:?} {rounding:?} at {p}"
-                        );
-                    }
-                }
-            }
-        }
-        assert!(fallbacks > 0, "the sweep no longer exercises the step sum");
-    }
 }

@@ -284,19 +284,19 @@ impl Window {
     }
 
     /// How many window elements of output position `outs` an average divides by: those inside
-    /// the input, or with `include_pad` those inside the padded input (ceil-mode overhang never
-    /// counts). Folds to the kernel volume when every window is whole.
+    /// the input, or with `include_pad` every element of the window — ONNX pads the ceil-mode
+    /// overhang with the same zeros as the explicit padding, so every window counts whole.
+    /// Folds to the kernel volume when every window is whole.
     pub fn divisor(&self, outs: &[SymExpr], include_pad: bool) -> SymExpr {
         self.axes
             .iter()
             .zip(outs)
             .fold(SymExpr::Int(1), |acc, (a, o)| {
-                let (lo, hi) = if include_pad {
-                    (SymExpr::Int(0) - &a.pad_begin, &a.input + &a.pad_end)
+                if include_pad {
+                    acc * &a.kernel
                 } else {
-                    (SymExpr::Int(0), a.input.clone())
-                };
-                acc * a.count_within(o, &lo, &hi)
+                    acc * a.count_within(o, &SymExpr::Int(0), &a.input)
+                }
             })
     }
 }
@@ -558,6 +558,16 @@ mod tests {
         };
         assert_eq!((at(0, false), at(1, false), at(3, false)), (2, 3, 2));
         assert_eq!((at(0, true), at(3, true)), (3, 3));
+        // in 5, kernel 2, stride 2, ceil mode: window 2 covers 4..6, one element past the input
+        // and its (empty) padding, and still divides by 2 when padding counts.
+        let n = node(&[("strides", Attr::Ints(vec![2]))]);
+        let w = Window::from_attrs("P", &n, &[5.into()], &[2.into()], true).expect("ok");
+        let at = |o: i64, include| {
+            w.divisor(&[SymExpr::Int(o)], include)
+                .eval(&Default::default())
+                .expect("ints")
+        };
+        assert_eq!((at(2, false), at(2, true)), (1, 2));
     }
 
     #[test]

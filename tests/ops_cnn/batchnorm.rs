@@ -1,4 +1,4 @@
-//! BatchNormalization (inference).
+//! BatchNormalization (inference and training mode).
 
 use crate::{assert_close, eval, expansion_agrees, infer, random, shape_error, t, ty};
 use dmove::ir::{Attr, LibraryNode, Tensor};
@@ -38,7 +38,7 @@ fn batchnorm_by_hand() {
 }
 
 #[test]
-fn batchnorm_rejects_bad_shapes_and_training() {
+fn batchnorm_rejects_bad_shapes_and_modes() {
     let c = |n: usize| Some(ty(&[n]));
     let ok = infer(
         "BatchNormalization",
@@ -62,15 +62,54 @@ fn batchnorm_rejects_bad_shapes_and_training() {
         ),
         "rank at least 2",
     );
-    let training = infer(
+    let bad_mode = infer(
         "BatchNormalization",
-        &[("training_mode", Attr::Int(1))],
+        &[("training_mode", Attr::Int(2))],
         &[Some(ty(&[2, 3])), c(3), c(3), c(3), c(3)],
     );
     assert!(
-        matches!(training, Err(OpError::Unsupported { .. })),
-        "{training:?}"
+        matches!(bad_mode, Err(OpError::Attr { .. })),
+        "{bad_mode:?}"
     );
+}
+
+/// Training mode normalises with the batch's population statistics and outputs the running
+/// statistics moved towards them by `1 − momentum`.
+#[test]
+fn batchnorm_training_mode_by_hand() {
+    // Channel 0 holds {1, 3} (mean 2, variance 1), channel 1 holds {2, 6} (mean 4, variance 4).
+    let x = t(&[2, 2, 1], &[1., 2., 3., 6.]);
+    let (scale, b) = (t(&[2], &[1., 2.]), t(&[2], &[0., 1.]));
+    let (mean, var) = (t(&[2], &[0., 0.]), t(&[2], &[1., 1.]));
+    let ins = [Some(&x), Some(&scale), Some(&b), Some(&mean), Some(&var)];
+    let node = LibraryNode {
+        op: "BatchNormalization".into(),
+        attrs: crate::attrs(&[
+            ("epsilon", Attr::Float(0.0)),
+            ("momentum", Attr::Float(0.5)),
+            ("training_mode", Attr::Int(1)),
+        ]),
+    };
+    let bn = lookup("BatchNormalization").expect("op");
+    let out = bn.eval(&node, &ins).expect("evaluates");
+    assert_eq!(out.len(), 3);
+    assert_close(&out[0], &[2, 2, 1], &[-1., -1., 1., 3.]);
+    assert_close(&out[1], &[2], &[1., 2.]);
+    assert_close(&out[2], &[2], &[1., 2.5]);
+    let types = bn
+        .infer(
+            &node,
+            &[
+                Some(ty(&[2, 2, 1])),
+                Some(ty(&[2])),
+                Some(ty(&[2])),
+                Some(ty(&[2])),
+                Some(ty(&[2])),
+            ],
+            &[None; 5],
+        )
+        .expect("infers");
+    assert_eq!(types, vec![ty(&[2, 2, 1]), ty(&[2]), ty(&[2])]);
 }
 
 #[test]
@@ -85,6 +124,20 @@ fn batchnorm_expansion_matches_reference() {
             &inputs,
             &bn_stats(c[0], c[0] as u64),
         );
+    }
+}
+
+#[test]
+fn batchnorm_training_expansion_matches_reference() {
+    for (shape, momentum) in [(&[2, 3, 4, 1][..], 0.9), (&[3, 2][..], 0.25)] {
+        let c = [shape[1]];
+        let mut inputs: Vec<Option<&[usize]>> = vec![Some(shape)];
+        inputs.extend([Some(&c[..]); 4]);
+        let a = [
+            ("training_mode", Attr::Int(1)),
+            ("momentum", Attr::Float(momentum)),
+        ];
+        expansion_agrees("BatchNormalization", &a, &inputs, &[]);
     }
 }
 

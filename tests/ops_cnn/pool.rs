@@ -39,6 +39,69 @@ fn maxpool_by_hand() {
     );
 }
 
+/// MaxPool's Indices: flat positions over the whole input, `(n·C + c)·H·W + spatial offset`
+/// (ONNX's definition), row-major or with `storage_order = 1` column-major, of the first
+/// maximum in window order. Worked out by hand.
+#[test]
+fn maxpool_indices_by_hand() {
+    // Channel 0: [[1, 5, 2], [5, 0, 6]]; channel 1: [[0, -1, 3], [3, 3, -2]]. Window (0, 0) of
+    // channel 0 holds 5 twice, at (0, 1) first and at (1, 0): the first wins although its
+    // column-major offset (2) is the larger.
+    let x = t(
+        &[1, 2, 2, 3],
+        &[1., 5., 2., 5., 0., 6., 0., -1., 3., 3., 3., -2.],
+    );
+    let pool = lookup("MaxPool").expect("op");
+    for (order, want) in [(0, [1., 5., 9., 8.]), (1, [2., 5., 7., 10.])] {
+        let a = [
+            ("kernel_shape", ints(&[2, 2])),
+            ("storage_order", Attr::Int(order)),
+        ];
+        let node = LibraryNode {
+            op: "MaxPool".into(),
+            attrs: attrs(&a),
+        };
+        let out = pool.eval(&node, &[Some(&x)]).expect("evaluates");
+        assert_close(&out[0], &[1, 2, 1, 2], &[5., 6., 3., 3.]);
+        assert_eq!(out[1].dtype(), DType::I64);
+        assert_close(&out[1], &[1, 2, 1, 2], &want);
+        // The expansion on this very input (ties included), and on random ones.
+        expansion_agrees("MaxPool", &a, &[Some(&[1, 2, 2, 3])], &[Some(x.clone())]);
+        let padded = [
+            ("kernel_shape", ints(&[3, 2])),
+            ("pads", ints(&[1, 1, 1, 0])),
+            ("strides", ints(&[2, 1])),
+            ("storage_order", Attr::Int(order)),
+        ];
+        expansion_agrees("MaxPool", &padded, &[Some(&[2, 3, 4, 3])], &[]);
+    }
+    let types = pool
+        .infer(
+            &LibraryNode {
+                op: "MaxPool".into(),
+                attrs: attrs(&[("kernel_shape", ints(&[2, 2]))]),
+            },
+            &[Some(ty(&[1, 2, 2, 3]))],
+            &[None],
+        )
+        .expect("infers");
+    assert_eq!(
+        types[1],
+        TensorType::new(DType::I64, ty(&[1, 2, 1, 2]).shape)
+    );
+    attr_error(
+        infer(
+            "MaxPool",
+            &[
+                ("kernel_shape", ints(&[2, 2])),
+                ("storage_order", Attr::Int(2)),
+            ],
+            &[Some(ty(&[1, 2, 2, 3]))],
+        ),
+        "storage_order",
+    );
+}
+
 #[test]
 fn averagepool_by_hand() {
     let x = t(&[1, 1, 4], &[1., 2., 3., 4.]);
@@ -59,9 +122,11 @@ fn averagepool_by_hand() {
         &[1, 1, 4],
         &[1., 2., 3., 7. / 3.],
     );
-    // ceil_mode keeps a last, partial window; its overhang never counts, even with padding.
+    // ceil_mode keeps a last, partial window 4..6. Without padding counted it averages what
+    // is inside; with it, ONNX pads the overhang with a zero that counts (its reference pads
+    // the input to the windows' full extent): (5 + 0) / 2.
     let x = t(&[1, 1, 5], &[1., 2., 3., 4., 5.]);
-    for include in [0, 1] {
+    for (include, last) in [(0, 5.), (1, 2.5)] {
         let a = [
             ("kernel_shape", ints(&[2])),
             ("strides", ints(&[2])),
@@ -71,8 +136,9 @@ fn averagepool_by_hand() {
         assert_close(
             &eval("AveragePool", &a, &[Some(&x)]),
             &[1, 1, 3],
-            &[1.5, 3.5, 5.],
+            &[1.5, 3.5, last],
         );
+        expansion_agrees("AveragePool", &a, &[Some(&[1, 1, 5])], &[]);
     }
 }
 

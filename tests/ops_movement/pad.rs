@@ -61,6 +61,22 @@ fn pad_reflects_periodically_and_crops() {
     assert_close(&y, &[2, 3], &[1.0, 2.0, 2.0, 3.0, 4.0, 4.0]);
 }
 
+/// `wrap` repeats the input as on a torus, also for pads wider than the input (numpy's
+/// `wrap`).
+#[test]
+fn pad_wraps_around() {
+    // numpy.pad([1, 2, 3], (4, 2), "wrap")
+    let x = t(&[3], &[1.0, 2.0, 3.0]);
+    let wrap = [("mode", s("wrap"))];
+    let y = eval("Pad", &wrap, &[Some(&x), Some(&ints(&[4, 2]))]);
+    assert_close(&y, &[9], &[3.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0]);
+    // numpy.pad([[1, 2], [3, 4]], ((1, 0), (0, 3)), "wrap")
+    let x = t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let y = eval("Pad", &wrap, &[Some(&x), Some(&ints(&[1, 0, 0, 3]))]);
+    let want = [3., 4., 3., 4., 3., 1., 2., 1., 2., 1., 3., 4., 3., 4., 3.];
+    assert_close(&y, &[3, 5], &want);
+}
+
 #[test]
 fn pad_shape_rules() {
     let x = ty(&[2, 3]);
@@ -82,7 +98,6 @@ fn pad_shape_rules() {
         "crop more",
     );
     assert_err(run("mirror", &pads(&[0, 0, 0, 0])), "attr", "unknown mode");
-    assert_err(run("wrap", &pads(&[0, 0, 0, 0])), "unsupported", "wrap");
     let empty = infer_const(
         "Pad",
         &[("mode", s("edge"))],
@@ -112,7 +127,7 @@ fn pad_shape_rules() {
 #[test]
 fn pad_expansion_matches_reference() {
     let p = |v: &[i64]| Some(ints(v));
-    for mode in ["constant", "reflect", "edge"] {
+    for mode in ["constant", "reflect", "edge", "wrap"] {
         let a = [("mode", s(mode))];
         agrees_const("Pad", &a, &[3, 1, 4], &[p(&[1, 2, 0, 2, 3, 1])]);
         agrees_const("Pad", &a, &[5], &[p(&[-2, 3])]);

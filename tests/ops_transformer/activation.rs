@@ -185,15 +185,20 @@ fn expansions_match_reference_on_awkward_shapes() {
     );
 }
 
+/// Bounds that are graph inputs are read by the expansion at run time: both, one, and a bound
+/// above the other (ONNX then yields `max`, as `min(max(x, lo), hi)` does).
 #[test]
-fn clip_expansion_requires_constant_bounds() {
-    let p = dmove::check::single_op_program(
+fn clip_expands_with_runtime_bounds() {
+    check_expansion(
         "Clip",
-        super::attrs(&[]),
-        &[Some(ty(&[3])), Some(ty(&[]))],
         &[],
-    )
-    .expect("builds");
-    let err = dmove::check::expansion_matches(&p, 1).expect_err("bound is not constant");
-    assert!(err.to_string().contains("must be a constant"), "{err}");
+        &[Some(ty(&[3, 4])), Some(ty(&[])), Some(ty(&[]))],
+        &[],
+    );
+    check_expansion("Clip", &[], &[Some(ty(&[5])), Some(ty(&[]))], &[]);
+    check_expansion("Clip", &[], &[Some(ty(&[5])), None, Some(ty(&[1]))], &[]);
+    let x = t(&[3], &[-2.0, 0.5, 2.0]);
+    let (lo, hi) = (t(&[], &[1.0]), t(&[], &[-1.0]));
+    let crossed = eval("Clip", &[], &[Some(&x), Some(&lo), Some(&hi)]).remove(0);
+    assert_close(&crossed, &[3], &[-1.0, -1.0, -1.0]);
 }

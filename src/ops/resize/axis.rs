@@ -13,6 +13,9 @@ use crate::ir::SymExpr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoordMode {
     HalfPixel,
+    /// Half-pixel about the centre of the input: the output's rounding to whole elements
+    /// (`floor(s·n) ≠ s·n`) is split evenly between both ends.
+    HalfPixelSymmetric,
     PytorchHalfPixel,
     Asymmetric,
     AlignCorners,
@@ -115,6 +118,15 @@ impl Affine {
         }
     }
 
+    /// `ceil(x) − 1` and the numerator of `x − (ceil(x) − 1)` (over `d`, in `1..=d`): the base
+    /// and ratio of the ONNX reference's neighbourhoods, which take a ratio of 1 rather than 0
+    /// at whole coordinates.
+    pub fn split_above(&self, o: &SymExpr) -> (SymExpr, SymExpr) {
+        let base = self.floor(o, self.d - 1, 1) - 1;
+        let num = o * self.p + self.q - &base * self.d;
+        (base, num)
+    }
+
     /// `floor(x)` and the numerator of `x − floor(x)` (over `d`).
     pub fn split(&self, o: &SymExpr) -> (SymExpr, SymExpr) {
         let x = o * self.p + self.q;
@@ -134,6 +146,10 @@ impl Axis {
         let (o, s, n) = (o as f64, self.scale.value, self.input as f64);
         match self.mode {
             CoordMode::HalfPixel => (o + 0.5) / s - 0.5,
+            CoordMode::HalfPixelSymmetric => {
+                let adjustment = self.output as f64 / self.output_width();
+                n / 2.0 * (1.0 - adjustment) + (o + 0.5) / s - 0.5
+            }
             CoordMode::PytorchHalfPixel if self.output_width() == 1.0 => -0.5,
             CoordMode::PytorchHalfPixel => (o + 0.5) / s - 0.5,
             CoordMode::Asymmetric => o / s,
@@ -178,6 +194,11 @@ impl Axis {
         let (p, q, d) = match self.mode {
             CoordMode::PytorchHalfPixel if self.output_width() == 1.0 => (0, -1, 2),
             CoordMode::HalfPixel | CoordMode::PytorchHalfPixel => (2 * b, b - a, 2 * a),
+            // n/2·(1 − out·b/(a·n)) + (o + ½)·b/a − ½ = (2b·o + n·a − out·b + b − a) / 2a
+            CoordMode::HalfPixelSymmetric => {
+                let out = i128::from(self.output);
+                (2 * b, n * a - out * b + b - a, 2 * a)
+            }
             CoordMode::Asymmetric => (b, 0, a),
             CoordMode::AlignCorners if self.output_width() == 1.0 => (0, 0, 1),
             CoordMode::AlignCorners => ((n - 1) * b, 0, a * n - b),
@@ -220,6 +241,7 @@ mod tests {
     fn exact_form_agrees_with_the_float_formula() {
         let modes = [
             CoordMode::HalfPixel,
+            CoordMode::HalfPixelSymmetric,
             CoordMode::PytorchHalfPixel,
             CoordMode::Asymmetric,
             CoordMode::AlignCorners,
