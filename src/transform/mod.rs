@@ -26,6 +26,7 @@ mod map_tiling;
 mod matmul_add_to_gemm;
 mod nest;
 mod on_the_fly_fusion;
+mod online_softmax;
 mod opgraph;
 mod pad_into_conv;
 mod parallelize;
