@@ -227,6 +227,11 @@ fn cases() -> Vec<Case> {
         vec![var(&[1, 4, 5, 5]), var(&[4, 1, 3, 3])],
     ));
     v.push((
+        "NhwcConv",
+        attrs(&[("group", Attr::Int(2)), ("pads", ints(&[1, 0, 1, 1]))]),
+        vec![var(&[1, 5, 6, 4]), var(&[6, 2, 3, 2]), var(&[6])],
+    ));
+    v.push((
         "BatchNormalization",
         none(),
         vec![

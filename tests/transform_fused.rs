@@ -5,6 +5,8 @@
 
 #[path = "transform_fused/layout.rs"]
 mod layout;
+#[path = "transform_fused/online.rs"]
+mod online;
 #[path = "transform_fused/reduction.rs"]
 mod reduction;
 

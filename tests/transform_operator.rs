@@ -7,6 +7,8 @@
 mod expansion;
 #[path = "transform_operator/fusion.rs"]
 mod fusion;
+#[path = "transform_operator/layout.rs"]
+mod layout;
 #[path = "transform_operator/simplify.rs"]
 mod simplify;
 

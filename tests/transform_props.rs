@@ -137,7 +137,8 @@ fn emit(b: &mut ScopeBuilder, op: &Op, ins: &[String], out: &str, r: i64, c: i64
 
 /// A parameter value for `spec` from random seeds: small integers, and integer lists that are
 /// half the time a rotation of `0..len` (a permutation, as orders need). Lists mostly have one
-/// entry per parameter of the site's map (`arity`), sometimes a random length.
+/// entry per parameter of the site's map (`arity`), sometimes a random length. Named modes get
+/// one of their names.
 fn param(spec: &ParamSpec, seed: u64, arity: Option<usize>) -> Option<ParamValue> {
     let small = |s: u64| (s % 5) as i64;
     match spec.kind {
@@ -153,6 +154,12 @@ fn param(spec: &ParamSpec, seed: u64, arity: Option<usize>) -> Option<ParamValue
                 (0..len).map(|k| small(seed >> (8 + 3 * k))).collect()
             };
             Some(ParamValue::Ints(values))
+        }
+        // A choice among named modes (`passes|online`, `nhwc|nchw`): one of them.
+        kind if kind.contains('|') && kind.split('|').all(|w| !["str", "int"].contains(&w)) => {
+            let choices: Vec<&str> = kind.split('|').collect();
+            let pick = choices[(seed % choices.len() as u64) as usize];
+            Some(ParamValue::Str(pick.to_string()))
         }
         _ => None,
     }

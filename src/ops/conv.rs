@@ -2,7 +2,7 @@
 
 use super::support::{element_map, Read};
 use super::window::{
-    bias_init, conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap,
+    bias_init_at, conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap,
     tensor_input, Tap, Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
@@ -10,8 +10,10 @@ use crate::ir::{BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
 
 #[path = "conv_im2col.rs"]
 mod im2col;
+#[path = "conv_nhwc.rs"]
+mod nhwc;
 
-pub static OPS: &[&dyn Operator] = &[&Conv];
+pub static OPS: &[&dyn Operator] = &[&Conv, &nhwc::NhwcConv];
 
 const NAME: &str = "Conv";
 
@@ -178,66 +180,12 @@ impl Operator for Conv {
         &["pure", "im2col"]
     }
 
-    /// `pure`: an init map writing the bias (or zero) into Y, then one accumulation map over
-    /// `(n, [g,] m, o…, c, k…)` adding `X·W` with a sum write-conflict. Padded positions read a
-    /// clamped in-bounds element and contribute zero through a select on the index.
-    /// `im2col`: see [`im2col`].
+    /// `pure`: see [`direct`]. `im2col`: see [`im2col`].
     fn expand(&self, implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
         if implementation == "im2col" {
             return im2col::expand(ctx);
         }
-        let (x, xd) = ctx.input(0)?.clone();
-        let (w, wd) = ctx.input(1)?.clone();
-        let bias = ctx.inputs.get(2).cloned().flatten();
-        let (y, yd) = ctx.output(0)?.clone();
-        let shape = ConvShape::new(
-            ctx.node,
-            &xd.shape,
-            &wd.shape,
-            bias.as_ref().map(|(_, d)| d.shape.as_slice()),
-        )?;
-        let label = ctx.label.clone();
-
-        let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
-        bias_init(ctx.b, &label, &y, &yd.shape, bias_name);
-
-        let rank = shape.window.axes.len();
-        let mut params: Vec<(String, Range)> = vec![("n".into(), Range::upto(shape.batch.clone()))];
-        let g = if shape.group > 1 {
-            params.push(("g".into(), Range::upto(shape.group)));
-            SymExpr::sym("g")
-        } else {
-            SymExpr::Int(0)
-        };
-        params.push(("m".into(), Range::upto(shape.out_per_group())));
-        let outs: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("o{d}"))).collect();
-        for (d, a) in shape.window.axes.iter().enumerate() {
-            params.push((format!("o{d}"), Range::upto(a.output.clone())));
-        }
-        params.push(("c".into(), Range::upto(shape.in_per_group)));
-        let ks: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("k{d}"))).collect();
-        for (d, a) in shape.window.axes.iter().enumerate() {
-            params.push((format!("k{d}"), Range::upto(a.kernel.clone())));
-        }
-        let m_full = &g * shape.out_per_group() + SymExpr::sym("m");
-        let c_full = &g * shape.in_per_group + SymExpr::sym("c");
-        let (x_spatial, inside) = shape.window.read_index(&outs, &ks);
-        let x_idx = [SymExpr::sym("n"), c_full].into_iter().chain(x_spatial);
-        let w_idx = [m_full.clone(), SymExpr::sym("c")].into_iter().chain(ks);
-        let y_idx = [SymExpr::sym("n"), m_full].into_iter().chain(outs);
-        let product = TExpr::binary(BinOp::Mul, TExpr::input("x"), TExpr::input("w"));
-        let value = match inside {
-            Some(cond) => TExpr::select(cond, product, TExpr::Const(0.0)),
-            None => product,
-        };
-        let reads = vec![
-            Read::new("x", &x, x_idx.collect()),
-            Read::new("w", &w, w_idx.collect()),
-        ];
-        let dst = (y.as_str(), y_idx.collect());
-        let acc = format!("{label}_acc");
-        element_map(ctx.b, &acc, &params, reads, dst, Some(Wcr::Sum), value);
-        Ok(())
+        direct(ctx, Channels::First)
     }
 
     /// `2·N·M·∏O·(C/group)·∏K`: one multiply and one add per weight per output element.
@@ -256,4 +204,113 @@ impl Operator for Conv {
         let per_output: usize = ws[1..].iter().product();
         2 * (ys.iter().product::<usize>() * per_output) as u64
     }
+}
+
+/// Where a tensor keeps its channels: right after the batch (`N, C, spatial…`, ONNX's Conv) or
+/// last (`N, spatial…, C`, [`nhwc::NhwcConv`]). Only X and Y have a layout; W stays `M, C, k…`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Channels {
+    First,
+    Last,
+}
+
+impl Channels {
+    /// Items given channels-first (`[n, c, spatial…]`) put in this layout's order.
+    fn order<T>(self, mut v: Vec<T>) -> Vec<T> {
+        if self == Channels::Last && v.len() > 1 {
+            let c = v.remove(1);
+            v.push(c);
+        }
+        v
+    }
+
+    /// The axis holding the channels in a tensor of rank `rank`.
+    fn channel_axis(self, rank: usize) -> usize {
+        match self {
+            Channels::First => 1,
+            Channels::Last => rank.saturating_sub(1),
+        }
+    }
+
+    /// Items given in this layout's order put channels-first (the inverse of [`Self::order`]).
+    fn to_first<T>(self, mut v: Vec<T>) -> Vec<T> {
+        if self == Channels::Last && v.len() > 1 {
+            if let Some(c) = v.pop() {
+                v.insert(1, c);
+            }
+        }
+        v
+    }
+}
+
+/// The direct expansion in either layout: an init map writing the bias (or zero) into Y, then one
+/// accumulation map over `(n, [g,] m, o…, c, k…)` adding `X·W` with a sum write-conflict.
+/// Padded positions read a clamped in-bounds element and contribute zero through a select on the
+/// index. The layout only changes where the channel index sits in X's and Y's subscripts.
+fn direct(ctx: &mut ExpandCtx, layout: Channels) -> Result<(), OpError> {
+    let (x, xd) = ctx.input(0)?.clone();
+    let (w, wd) = ctx.input(1)?.clone();
+    let bias = ctx.inputs.get(2).cloned().flatten();
+    let (y, yd) = ctx.output(0)?.clone();
+    let shape = ConvShape::new(
+        ctx.node,
+        &layout.to_first(xd.shape.clone()),
+        &wd.shape,
+        bias.as_ref().map(|(_, d)| d.shape.as_slice()),
+    )?;
+    let label = ctx.label.clone();
+
+    let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
+    bias_init_at(
+        ctx.b,
+        &label,
+        &y,
+        &yd.shape,
+        bias_name,
+        layout.channel_axis(yd.shape.len()),
+    );
+
+    let rank = shape.window.axes.len();
+    let mut params: Vec<(String, Range)> = vec![("n".into(), Range::upto(shape.batch.clone()))];
+    let g = if shape.group > 1 {
+        params.push(("g".into(), Range::upto(shape.group)));
+        SymExpr::sym("g")
+    } else {
+        SymExpr::Int(0)
+    };
+    params.push(("m".into(), Range::upto(shape.out_per_group())));
+    let outs: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("o{d}"))).collect();
+    for (d, a) in shape.window.axes.iter().enumerate() {
+        params.push((format!("o{d}"), Range::upto(a.output.clone())));
+    }
+    params.push(("c".into(), Range::upto(shape.in_per_group)));
+    let ks: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("k{d}"))).collect();
+    for (d, a) in shape.window.axes.iter().enumerate() {
+        params.push((format!("k{d}"), Range::upto(a.kernel.clone())));
+    }
+    let m_full = &g * shape.out_per_group() + SymExpr::sym("m");
+    let c_full = &g * shape.in_per_group + SymExpr::sym("c");
+    let (x_spatial, inside) = shape.window.read_index(&outs, &ks);
+    let x_idx = [SymExpr::sym("n"), c_full]
+        .into_iter()
+        .chain(x_spatial)
+        .collect();
+    let w_idx = [m_full.clone(), SymExpr::sym("c")].into_iter().chain(ks);
+    let y_idx = [SymExpr::sym("n"), m_full]
+        .into_iter()
+        .chain(outs)
+        .collect();
+    let product = TExpr::binary(BinOp::Mul, TExpr::input("x"), TExpr::input("w"));
+    let value = match inside {
+        Some(cond) => TExpr::select(cond, product, TExpr::Const(0.0)),
+        None => product,
+    };
+    let reads = vec![
+        Read::new("x", &x, layout.order(x_idx)),
+        Read::new("w", &w, w_idx.collect()),
+    ];
+    let dst = (y.as_str(), layout.order(y_idx));
+    let acc = format!("{label}_acc");
+    element_map(ctx.b, &acc, &params, reads, dst, Some(Wcr::Sum), value);
+    Ok(())
 }

@@ -489,11 +489,28 @@ pub(super) fn bias_init(
     y_shape: &[SymExpr],
     bias: Option<&str>,
 ) {
+    bias_init_at(b, label, y, y_shape, bias, 1);
+}
+
+/// [`bias_init`] with the channels of Y on axis `channel_axis` (the last one for a
+/// channels-last output).
+pub(super) fn bias_init_at(
+    b: &mut crate::ir::build::ScopeBuilder,
+    label: &str,
+    y: &str,
+    y_shape: &[SymExpr],
+    bias: Option<&str>,
+    channel_axis: usize,
+) {
     let init = format!("{label}_init");
     match bias {
         Some(bias) => {
             let (params, idx) = super::support::params_over("i", y_shape);
-            let reads = vec![super::support::Read::new("b", bias, vec![idx[1].clone()])];
+            let reads = vec![super::support::Read::new(
+                "b",
+                bias,
+                vec![idx[channel_axis].clone()],
+            )];
             let dst = (y, idx);
             super::support::element_map(b, &init, &params, reads, dst, None, TExpr::input("b"));
         }

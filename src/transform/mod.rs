@@ -11,6 +11,7 @@
 
 mod batchnorm_into_conv;
 mod buffer_reuse;
+mod channels_last;
 mod constant_folding;
 pub mod engine;
 mod expand;
@@ -25,6 +26,7 @@ mod map_tiling;
 mod matmul_add_to_gemm;
 mod nest;
 mod on_the_fly_fusion;
+mod online_softmax;
 mod opgraph;
 mod pad_into_conv;
 mod parallelize;
@@ -35,12 +37,14 @@ mod row_passes;
 mod sibling_map_fusion;
 mod splice;
 mod strip_mining;
+mod transpose_cancel;
 mod transpose_folding;
 mod unroll;
 mod vectorize;
 
 pub use batchnorm_into_conv::BatchNormIntoConv;
 pub use buffer_reuse::{plan_buffers, BufferReuse};
+pub use channels_last::ChannelsLast;
 pub use constant_folding::ConstantFolding;
 pub use expand::Expand;
 pub use layout_transform::LayoutTransform;
@@ -151,6 +155,7 @@ pub fn all() -> Vec<&'static dyn Transformation> {
     vec![
         &BatchNormIntoConv,
         &BufferReuse,
+        &ChannelsLast,
         &ConstantFolding,
         &Expand,
         &LayoutTransform,

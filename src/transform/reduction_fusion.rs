@@ -20,18 +20,67 @@
 //! LayerNormalization expansions all match. Statistics that are program outputs or used
 //! elsewhere stay in memory, written per row. Each pass keeps its id as the inner map; the map
 //! over the rows is new.
+//!
+//! `mode=online` (softmax only) further merges the max pass and the sum pass into one sequential
+//! pass with the online rescaling `m' = max(m, x)`, `s' = s·exp(m − m') + exp(x − m')`: two
+//! passes over a row in all (see [`super::online_softmax`]).
 
 use super::map_fusion::uses;
+use super::online_softmax::{find, merge, Merge, Pass};
 use super::row_passes::{inner_params, plan, row_renaming, RowPlan, MAX_PASSES};
-use super::{refuse, Level, NotApplicable, Params, Transformation};
+use super::{
+    expect_map, refuse, Level, NotApplicable, ParamSpec, ParamValue, Params, Transformation,
+};
 use crate::ir::rewrite::substitute_symbols;
 use crate::ir::{
     DataDesc, DataKind, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Program, Storage, Subset,
 };
 use petgraph::stable_graph::NodeIndex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub struct ReductionFusion;
+
+const PARAMS: &[ParamSpec] = &[ParamSpec {
+    name: "mode",
+    kind: "passes|online",
+    doc: "passes (default): every pass per row; online: softmax's max and sum passes as one pass with online rescaling",
+}];
+
+/// Whether the online mode is asked for.
+fn online(params: &Params) -> Result<bool, String> {
+    match params.get("mode") {
+        None => Ok(false),
+        Some(ParamValue::Str(s)) if s == "passes" => Ok(false),
+        Some(ParamValue::Str(s)) if s == "online" => Ok(true),
+        Some(other) => Err(format!(
+            "parameter `mode` must be `passes` or `online`, not `{other}`"
+        )),
+    }
+}
+
+/// For the online mode, the passes that merge, found on the passes as they will be fused
+/// (statistics standing for their registers).
+fn online_merge(
+    t: &ReductionFusion,
+    p: &Program,
+    site: &[NodeId],
+    plan: &RowPlan,
+) -> Result<Merge, NotApplicable> {
+    let same: BTreeMap<String, String> = plan
+        .scalars
+        .iter()
+        .map(|d| (d.clone(), d.clone()))
+        .collect();
+    let passes: Vec<Pass> = site
+        .iter()
+        .map(|&id| {
+            let m = expect_map(t, p, id)?.clone();
+            let label = p.node(id).map(|n| n.label.clone()).unwrap_or_default();
+            Ok((id, label, inner_pass(m, plan, &same)))
+        })
+        .collect::<Result<_, NotApplicable>>()?;
+    find(&passes, &plan.scalars).map_err(|(at, why)| refuse(t, at.unwrap_or(site[0]), why))
+}
 
 impl Transformation for ReductionFusion {
     fn name(&self) -> &'static str {
@@ -52,18 +101,29 @@ impl Transformation for ReductionFusion {
         out
     }
 
-    fn check(&self, p: &Program, site: &[NodeId], _params: &Params) -> Result<(), NotApplicable> {
-        plan(self, p, site).map(|_| ())
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn check(&self, p: &Program, site: &[NodeId], params: &Params) -> Result<(), NotApplicable> {
+        let first = site.first().copied().unwrap_or(NodeId(0));
+        let online = online(params).map_err(|r| refuse(self, first, r))?;
+        let plan = plan(self, p, site)?;
+        if online {
+            online_merge(self, p, site, &plan)?;
+        }
+        Ok(())
     }
 
     fn apply(
         &self,
         p: &mut Program,
         site: &[NodeId],
-        _params: &Params,
+        params: &Params,
     ) -> Result<Vec<NodeId>, NotApplicable> {
         let plan = plan(self, p, site)?;
         let first = site[0];
+        let online = online(params).map_err(|r| refuse(self, first, r))?;
         let registers = declare_registers(p, &plan);
         let mut edit = p
             .edit(first)
@@ -86,10 +146,16 @@ impl Transformation for ReductionFusion {
         }
         let label = common_label(passes.iter().map(|(_, l, _)| l.as_str()));
         let schedule = passes[0].2.schedule;
-        let inner: Vec<(NodeId, String, MapNode)> = passes
+        let mut inner: Vec<Pass> = passes
             .into_iter()
             .map(|(id, label, m)| (id, label, inner_pass(m, &plan, &registers)))
             .collect();
+        if online {
+            let held: BTreeSet<String> = registers.values().cloned().collect();
+            let found =
+                find(&inner, &held).map_err(|(at, why)| refuse(self, at.unwrap_or(first), why))?;
+            merge(&mut inner, &found, &mut || edit.fresh_id());
+        }
         let mut placed = Vec::new();
         let mut body = {
             let mut b = edit.builder();

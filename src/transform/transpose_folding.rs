@@ -50,7 +50,7 @@ enum Plan {
 
 impl TransposeFolding {
     /// The permutation of a Transpose node over a tensor of rank `rank` (reversed by default).
-    fn perm(&self, node: &OpNode, rank: usize) -> Result<Vec<usize>, NotApplicable> {
+    pub(super) fn perm(&self, node: &OpNode, rank: usize) -> Result<Vec<usize>, NotApplicable> {
         let Some(perm) = node.lib.ints("perm") else {
             return Ok((0..rank).rev().collect());
         };

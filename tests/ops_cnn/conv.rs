@@ -233,6 +233,49 @@ fn conv_expansion_matches_reference() {
 }
 
 #[test]
+fn nhwc_conv_is_conv_with_channels_last() {
+    // Same geometry as a Conv case, channels moved last in X and Y; W and B unchanged.
+    let a = [
+        ("strides", ints(&[2, 1])),
+        ("pads", ints(&[1, 0, 1, 1])),
+        ("group", Attr::Int(2)),
+    ];
+    let got = infer(
+        "NhwcConv",
+        &a,
+        &[
+            Some(ty(&[2, 7, 6, 4])),
+            Some(ty(&[6, 2, 3, 2])),
+            Some(ty(&[6])),
+        ],
+    );
+    let want = infer(
+        "Conv",
+        &a,
+        &[
+            Some(ty(&[2, 4, 7, 6])),
+            Some(ty(&[6, 2, 3, 2])),
+            Some(ty(&[6])),
+        ],
+    );
+    let last = |s: &[SymExpr]| vec![s[0].clone(), s[2].clone(), s[3].clone(), s[1].clone()];
+    assert_eq!(
+        got.expect("infers").shape,
+        last(&want.expect("infers").shape)
+    );
+    expansion_agrees(
+        "NhwcConv",
+        &a,
+        &[Some(&[2, 7, 6, 4]), Some(&[6, 2, 3, 2]), Some(&[6])],
+        &[],
+    );
+    shape_error(
+        infer("NhwcConv", &[], &[Some(ty(&[2, 7])), Some(ty(&[6, 2]))]),
+        "rank at least 3",
+    );
+}
+
+#[test]
 fn conv_expansion_with_symbolic_extents() {
     let x = TensorType::new(
         DType::F32,

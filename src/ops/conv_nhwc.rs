@@ -1,0 +1,143 @@
+//! NhwcConv: Conv with X and Y channels-last (`N, spatial…, C`); W, B, the attributes and the
+//! arithmetic are Conv's.
+//!
+//! ```text
+//! Y[n, o…, m] = B[m] + Σ_{c, k…} X[n, o·s − pad + k·d…, g·C/group + c] · W[m, c, k…]
+//! ```
+//! It is what the operator-level ChannelsLast transformation turns a Conv into, so that a
+//! channels-last region needs no transposes between its operators. Its only expansion is the
+//! direct one with the channel index moved last (see [`super::direct`]): the accumulation's
+//! innermost input channel then walks X with unit stride. The reference transposes to Conv's
+//! layout and runs Conv's reference, so it shares no index arithmetic with the expansion.
+
+use super::{direct, Channels, Conv};
+use crate::ir::{Attr, LibraryNode, Tensor};
+use crate::ops::shape::Transpose;
+use crate::ops::window::{float_input, tensor_input};
+use crate::ops::{ExpandCtx, OpError, Operator, TensorType};
+use std::collections::BTreeMap;
+
+const NAME: &str = "NhwcConv";
+
+pub struct NhwcConv;
+
+/// `Transpose` with `perm`, as a library node.
+fn transpose_node(perm: Vec<i64>) -> LibraryNode {
+    LibraryNode {
+        op: "Transpose".into(),
+        attrs: BTreeMap::from([("perm".to_string(), Attr::Ints(perm))]),
+    }
+}
+
+/// Permutes a tensor of rank `rank` stored in `from` layout into the other layout.
+fn relayout(t: &Tensor, from: Channels) -> Result<Tensor, OpError> {
+    let axes: Vec<i64> = (0..t.shape.len() as i64).collect();
+    // Output axis `d` is input axis `perm[d]`: a channels-last input lists its axes back in
+    // channels-first order, and conversely.
+    let perm = match from {
+        Channels::Last => Channels::Last.to_first(axes),
+        Channels::First => Channels::Last.order(axes),
+    };
+    let mut out = Transpose.eval(&transpose_node(perm), &[Some(t)])?;
+    Ok(out.remove(0))
+}
+
+impl Operator for NhwcConv {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn input_count(&self) -> (usize, usize) {
+        Conv.input_count()
+    }
+
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        let x = float_input(NAME, inputs, 0, "input X")?;
+        if x.shape.len() < 3 {
+            return Err(OpError::shape(
+                NAME,
+                format!(
+                    "input X must have rank at least 3 (N, spatial…, C), got rank {}",
+                    x.shape.len()
+                ),
+            ));
+        }
+        let mut first = inputs.to_vec();
+        first[0] = Some(TensorType::new(
+            x.dtype,
+            Channels::Last.to_first(x.shape.clone()),
+        ));
+        let out = Conv.infer(node, &first, consts)?;
+        Ok(out
+            .into_iter()
+            .map(|t| TensorType::new(t.dtype, Channels::Last.order(t.shape)))
+            .collect())
+    }
+
+    fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
+        let x = tensor_input(NAME, inputs, 0, "input X")?;
+        if x.shape.len() < 3 {
+            return Err(OpError::shape(
+                NAME,
+                format!("input X must have rank at least 3, got {:?}", x.shape),
+            ));
+        }
+        let x_first = relayout(x, Channels::Last)?;
+        let mut first = inputs.to_vec();
+        first[0] = Some(&x_first);
+        Conv.eval(node, &first)?
+            .iter()
+            .map(|y| relayout(y, Channels::First))
+            .collect()
+    }
+
+    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        direct(ctx, Channels::Last)
+    }
+
+    fn flops(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        outputs: &[TensorType],
+    ) -> u64 {
+        // The count does not depend on where the channels are.
+        Conv.flops(node, inputs, outputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::DType;
+
+    fn conv_node() -> LibraryNode {
+        LibraryNode {
+            op: NAME.into(),
+            attrs: BTreeMap::from([
+                ("pads".to_string(), Attr::Ints(vec![1, 0, 1, 1])),
+                ("strides".to_string(), Attr::Ints(vec![2, 1])),
+            ]),
+        }
+    }
+
+    #[test]
+    fn reference_is_conv_in_the_other_layout() {
+        let n = conv_node();
+        let x_first: Vec<f64> = (0..60).map(|i| f64::from(i % 7) - 3.0).collect();
+        let x_first = Tensor::from_f64(DType::F32, vec![1, 3, 5, 4], &x_first);
+        let w: Vec<f64> = (0..36).map(|i| f64::from(i % 5) * 0.5 - 1.0).collect();
+        let w = Tensor::from_f64(DType::F32, vec![2, 3, 3, 2], &w);
+        let want = Conv.eval(&n, &[Some(&x_first), Some(&w)]).expect("conv")[0].clone();
+        let x_last = relayout(&x_first, Channels::First).expect("to last");
+        assert_eq!(x_last.shape, vec![1, 5, 4, 3]);
+        let got = NhwcConv.eval(&n, &[Some(&x_last), Some(&w)]).expect("nhwc")[0].clone();
+        assert_eq!(got.shape, Channels::Last.order(want.shape.clone()));
+        assert_eq!(relayout(&got, Channels::Last).expect("back"), want);
+    }
+}
