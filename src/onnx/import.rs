@@ -110,6 +110,7 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
         all_names: all_names(graph),
         alias: BTreeMap::new(),
         bound: BTreeMap::new(),
+        specialised: BTreeSet::new(),
     };
     let mut p = Program::new(name);
     imp.initializers(&mut p)?;
@@ -183,6 +184,9 @@ struct Importer<'m> {
     alias: BTreeMap<String, String>,
     /// Values of the bound symbols (dimensions stay symbolic in types; folding uses these).
     bound: BTreeMap<String, i64>,
+    /// Tensors whose value or type depends on the value of a bound symbol (see `bind` in
+    /// `nodes.rs`).
+    specialised: BTreeSet<String>,
 }
 
 fn non_empty(name: Option<&String>, what: impl FnOnce() -> String) -> Result<String, OnnxError> {

@@ -43,6 +43,14 @@ impl Importer<'_> {
                 false => Some(self.resolve_input(index, label, tensor)?),
             });
         }
+        let bound_types: Vec<Option<TensorType>> = in_types
+            .iter()
+            .map(|t| t.as_ref().map(|t| self.bind(t)))
+            .collect();
+        let specialised = inputs
+            .iter()
+            .flatten()
+            .any(|t| self.specialised.contains(t));
         // Trailing empty names are omitted optional outputs.
         let listed = node
             .output
@@ -52,10 +60,17 @@ impl Importer<'_> {
         let outputs = &node.output[..listed];
         let idioms = !self.opts.as_written;
         if let Some(folded) = self
-            .fold_by_type(&op_name, &attrs, &in_types, outputs.len())
+            .fold_by_type(&op_name, &attrs, &bound_types, outputs.len())
             .filter(|_| idioms)
         {
+            if specialised || bound_types != in_types {
+                self.specialised.insert(outputs[0].clone());
+            }
             return self.constant_result(b, label, &outputs[0], folded);
+        }
+        if specialised {
+            in_types = bound_types;
+            self.specialised.extend(outputs.iter().cloned());
         }
         if idioms && PASS_THROUGH.contains(&op_name.as_str()) {
             return self.pass_through(b, label, &op_name, attrs, &inputs, &in_types, outputs);
@@ -114,8 +129,27 @@ impl Importer<'_> {
         Ok(())
     }
 
-    /// `Shape`/`Size` of an input whose shape is static once bound symbols are substituted,
-    /// whatever the operator library offers.
+    /// `ty` with the values of bound symbols substituted. Types keep their symbols, except
+    /// downstream of a value that depends on a bound symbol's value (`Shape` of a bound input,
+    /// folded into numbers): there, types derived from those numbers and types derived from the
+    /// input must agree, or `Reshape(x, [1, -1])` of a `[batch, 128]` tensor comes out as
+    /// `[1, 128·batch]` and no longer matches its consumer. Such tensors are `specialised`, and
+    /// every node reading one infers its types with bound symbols substituted.
+    fn bind(&self, ty: &TensorType) -> TensorType {
+        let lookup = |s: &str| self.bound.get(s).copied();
+        let dims = ty
+            .shape
+            .iter()
+            .map(|d| {
+                d.eval_with(&lookup)
+                    .map_or_else(|_| d.clone(), SymExpr::Int)
+            })
+            .collect();
+        TensorType::new(ty.dtype, dims)
+    }
+
+    /// `Shape`/`Size` of an input whose shape is static (given with bound symbols
+    /// substituted), whatever the operator library offers.
     fn fold_by_type(
         &self,
         op: &str,
@@ -126,16 +160,7 @@ impl Importer<'_> {
         let ([Some(ty)], 1) = (in_types, outputs) else {
             return None;
         };
-        let lookup = |s: &str| self.bound.get(s).copied();
-        let dims = ty
-            .shape
-            .iter()
-            .map(|d| {
-                d.eval_with(&lookup)
-                    .map_or_else(|_| d.clone(), SymExpr::Int)
-            })
-            .collect();
-        shape_from_type(op, attrs, &TensorType::new(ty.dtype, dims))
+        shape_from_type(op, attrs, ty)
     }
 
     /// `Identity` and inference-mode `Dropout`: later readers of the output read the input
