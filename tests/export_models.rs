@@ -4,6 +4,8 @@
 //! compared with the reference interpreter, and the interpreter compared with ONNX Runtime.
 //! The builders live in `export_models/`; widths are small, structures are the real ones.
 
+#[path = "export_models/bert.rs"]
+mod bert;
 #[path = "export_models/net.rs"]
 mod net;
 #[path = "export_models/pipeline.rs"]
@@ -11,11 +13,14 @@ mod pipeline;
 #[path = "export_models/resnet.rs"]
 mod resnet;
 
+use bert::{bert, BertConfig};
 use dmove::check::random_inputs;
+use dmove::ir::Tensor;
 use pipeline::{
     assert_shape_subgraphs_folded, cli_summary, import_bound, interpreter_and_c_agree, library_ops,
     onnxruntime_agrees,
 };
+use rand::{Rng, SeedableRng};
 use resnet::{resnet50, torch_scope, ResNetConfig, STAGES};
 use std::collections::BTreeMap;
 
@@ -142,4 +147,124 @@ fn resnet50_shaped_batchnorm_view_export_matches_through_c_and_onnxruntime() {
             ("Reshape", 1),
         ],
     );
+}
+
+const BATCH: usize = 2;
+const SEQ: usize = 8;
+
+fn bert_config(opset: i64, mask_min: f32) -> BertConfig {
+    BertConfig {
+        vocab: 50,
+        hidden: 32,
+        heads: 4,
+        layers: 2,
+        intermediate: 64,
+        max_positions: 16,
+        opset,
+        mask_min,
+    }
+}
+
+/// Token ids drawn from the whole vocabulary; the first sequence unpadded, the second with its
+/// last three positions masked.
+fn bert_inputs(vocab: i64) -> pipeline::Tensors {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let ids = (0..BATCH * SEQ).map(|_| rng.gen_range(0..vocab)).collect();
+    let mask = (0..BATCH * SEQ)
+        .map(|i| i64::from(i < SEQ || i % SEQ < SEQ - 3))
+        .collect();
+    BTreeMap::from([
+        (
+            bert::INPUT_IDS.to_string(),
+            Tensor::i64(vec![BATCH, SEQ], ids),
+        ),
+        (
+            bert::ATTENTION_MASK.to_string(),
+            Tensor::i64(vec![BATCH, SEQ], mask),
+        ),
+    ])
+}
+
+fn check_bert(cfg: &BertConfig, expected_ops: &[(&str, usize)]) {
+    let model = bert(cfg, 17);
+    let dims = [("batch_size", BATCH as i64), ("sequence", SEQ as i64)];
+    let p = import_bound(&model.bytes, &dims);
+    assert_eq!(library_ops(&p), counts(expected_ops));
+    assert_shape_subgraphs_folded(&p);
+
+    let summary = cli_summary(&model.bytes, &dims);
+    // Per layer two sizes for each of Q, K, V and one for the context; two in the embeddings.
+    assert_eq!(summary["operators"]["Shape"], 7 * cfg.layers + 2);
+    assert_eq!(
+        summary["library_nodes"],
+        library_ops(&p).values().sum::<usize>()
+    );
+    // The embeddings of the position ids ([1, seq]) and of the token-type ids expanded to
+    // [batch, seq] depend on no input: they fold into constants, which count as parameters.
+    let folded = (BATCH as u64 + 1) * SEQ as u64 * cfg.hidden as u64;
+    assert_eq!(summary["parameters"], model.parameters + folded);
+    assert_eq!(summary["unbound_symbols"], serde_json::json!([]));
+
+    let inputs = bert_inputs(cfg.vocab);
+    let ours = interpreter_and_c_agree(&p, &inputs);
+    assert_eq!(
+        ours[bert::LAST_HIDDEN].shape,
+        [BATCH, SEQ, cfg.hidden as usize]
+    );
+    assert_eq!(ours[bert::POOLED].shape, [BATCH, cfg.hidden as usize]);
+    onnxruntime_agrees(&model.bytes, &inputs, &ours);
+}
+
+/// Operators common to both opsets: embeddings (2 Adds), mask (Unsqueeze ×2, Cast, Sub, Mul),
+/// per layer 8 MatMuls, 10 Adds, 4 Reshapes, 4 Transposes, 2 Divs, Softmax, Erf and 2 Muls,
+/// and the pooler.
+fn bert_common_ops(layers: usize) -> Vec<(&'static str, usize)> {
+    vec![
+        ("Cast", 1),
+        ("Erf", layers),
+        ("Gather", 2),
+        ("Gemm", 1),
+        ("Identity", 1),
+        ("MatMul", 8 * layers),
+        ("Reshape", 4 * layers),
+        ("Softmax", layers),
+        ("Tanh", 1),
+        ("Transpose", 4 * layers),
+        ("Unsqueeze", 2),
+    ]
+}
+
+/// Opset 17: LayerNormalization nodes, `finfo(float32).min` in the mask.
+#[test]
+fn bert_shaped_opset17_export_matches_through_c_and_onnxruntime() {
+    let cfg = bert_config(17, f32::MIN);
+    let l = cfg.layers;
+    let mut ops = bert_common_ops(l);
+    ops.extend([
+        ("Add", 2 + 10 * l),
+        ("Div", 2 * l),
+        ("LayerNormalization", 1 + 2 * l),
+        ("Mul", 1 + 2 * l),
+        ("Sub", 1),
+    ]);
+    check_bert(&cfg, &ops);
+}
+
+/// Opset 13: every LayerNorm decomposed as PyTorch writes it, -10000 in the mask.
+#[test]
+fn bert_shaped_opset13_export_matches_through_c_and_onnxruntime() {
+    let cfg = bert_config(13, -10000.0);
+    let l = cfg.layers;
+    let norms = 1 + 2 * l;
+    let mut ops = bert_common_ops(l);
+    ops.extend([
+        ("Add", 2 + 10 * l + 2 * norms),
+        ("Div", 2 * l + norms),
+        ("Mul", 1 + 2 * l + norms),
+        ("Pow", norms),
+        ("ReduceMean", 2 * norms),
+        ("Sqrt", norms),
+        ("Sub", 1 + norms),
+    ]);
+    check_bert(&cfg, &ops);
 }

@@ -90,6 +90,14 @@ impl Net {
         name
     }
 
+    /// `/<scope>/Constant` holding a float scalar.
+    pub fn const_f32(&mut self, scope: &str, value: f32) -> String {
+        let name = self.unique(&format!("{scope}/Constant")) + "_output_0";
+        self.parameters += 1;
+        self.edit(|b| b.constant(&name, &[], vec![value]));
+        name
+    }
+
     /// The node `/<scope>/<op>` with one output, returned.
     pub fn op(&mut self, scope: &str, op: &str, inputs: &[&str], attrs: Attrs) -> String {
         let node = self.unique(&format!("{scope}/{op}"));
@@ -104,7 +112,22 @@ impl Net {
         self.edit(|b| b.named_node(&node, op, inputs, &[out], attrs));
     }
 
-    pub fn encode(mut self) -> Vec<u8> {
-        self.builder.take().expect("present").encode()
+    /// A registered buffer (position ids, token-type ids): an int64 initializer.
+    pub fn buffer_i64(&mut self, name: &str, dims: &[i64], values: Vec<i64>) {
+        self.taken.insert(name.to_string());
+        self.edit(|b| b.initializer_i64(name, dims, values));
     }
+
+    pub fn finish(mut self) -> Exported {
+        Exported {
+            bytes: self.builder.take().expect("present").encode(),
+            parameters: self.parameters,
+        }
+    }
+}
+
+/// A written model and the number of float parameters it holds.
+pub struct Exported {
+    pub bytes: Vec<u8>,
+    pub parameters: u64,
 }

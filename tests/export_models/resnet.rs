@@ -6,7 +6,7 @@
 //! Only the channel counts shrink (`width` instead of 64); convolutions, kernels, strides and
 //! paddings are ResNet-50's.
 
-use super::net::{int, ints, Attrs, Net};
+use super::net::{int, ints, Attrs, Exported, Net};
 use dmove::onnx::proto::tensor_proto::DataType;
 use dmove::onnx::AttrValue;
 
@@ -29,12 +29,6 @@ pub struct ResNetConfig {
     /// Flatten as `x.view(x.size(0), -1)` (Shape → Gather → Unsqueeze → Concat → Reshape), as
     /// hand-written ResNets do, instead of `torch.flatten(x, 1)` (Flatten).
     pub view_flatten: bool,
-}
-
-/// The model bytes and the number of float parameters written.
-pub struct Exported {
-    pub bytes: Vec<u8>,
-    pub parameters: u64,
 }
 
 /// The exporter's scope of a module: `layer1.0.downsample.0` →
@@ -229,9 +223,5 @@ pub fn resnet50(cfg: &ResNetConfig, size: i64, seed: u64) -> Exported {
         ],
     );
     net.output(OUTPUT, &["batch_size", &cfg.classes.to_string()]);
-    let parameters = net.parameters;
-    Exported {
-        bytes: net.encode(),
-        parameters,
-    }
+    net.finish()
 }
