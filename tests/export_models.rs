@@ -6,14 +6,19 @@
 
 #[path = "export_models/bert.rs"]
 mod bert;
+#[path = "export_models/decoder.rs"]
+mod decoder;
 #[path = "export_models/net.rs"]
 mod net;
 #[path = "export_models/pipeline.rs"]
 mod pipeline;
 #[path = "export_models/resnet.rs"]
 mod resnet;
+#[path = "export_models/torch_idioms.rs"]
+mod torch_idioms;
 
 use bert::{bert, BertConfig};
+use decoder::{decoder, DecoderConfig};
 use dmove::check::random_inputs;
 use dmove::ir::Tensor;
 use pipeline::{
@@ -21,8 +26,9 @@ use pipeline::{
     onnxruntime_agrees,
 };
 use rand::{Rng, SeedableRng};
-use resnet::{resnet50, torch_scope, ResNetConfig, STAGES};
+use resnet::{resnet50, ResNetConfig, STAGES};
 use std::collections::BTreeMap;
+use torch_idioms::sequential_scope;
 
 fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
@@ -52,8 +58,12 @@ fn resnet50_parameter_formula_is_torchvisions() {
     // torchvision's resnet50 has 25,557,032 parameters.
     assert_eq!(resnet50_parameters(64, 1000, 2), 25_557_032);
     assert_eq!(
-        torch_scope("layer1.0.downsample.0"),
+        sequential_scope("layer1.0.downsample.0"),
         "/layer1/layer1.0/downsample/downsample.0"
+    );
+    assert_eq!(
+        torch_idioms::scope("encoder.layer.0.attention.self"),
+        "/encoder/layer.0/attention/self"
     );
 }
 
@@ -267,4 +277,75 @@ fn bert_shaped_opset13_export_matches_through_c_and_onnxruntime() {
         ("Sub", 1 + norms),
     ]);
     check_bert(&cfg, &ops);
+}
+
+/// A decoder with grouped-query attention: 4 query heads share 2 key/value heads.
+#[test]
+fn gqa_decoder_shaped_export_matches_through_c_and_onnxruntime() {
+    let cfg = DecoderConfig {
+        vocab: 50,
+        hidden: 32,
+        heads: 4,
+        kv_heads: 2,
+        layers: 2,
+        intermediate: 48,
+        max_positions: 16,
+        opset: 17,
+    };
+    let model = decoder(&cfg, 23);
+    let dims = [("batch_size", BATCH as i64), ("sequence", SEQ as i64)];
+    let p = import_bound(&model.bytes, &dims);
+    let l = cfg.layers;
+    let norms = 2 * l + 1;
+    // Per layer: 9 MatMuls; Reshapes for Q, K, V, the two repeated heads and the context;
+    // Transposes for Q, K, V, Kᵀ and the context; rotary on Q and K (2 Muls, 2 Slices, Neg,
+    // Concat, Add each); Unsqueeze + Expand per repeated K/V; mask Add and 2 residual Adds;
+    // SiLU (Sigmoid, Mul) and the gate product. Each RMSNorm: Pow, ReduceMean, Add, Sqrt,
+    // Reciprocal, 2 Muls. The rotary tables and the causal mask fold into constants.
+    let expected = counts(&[
+        ("Add", 5 * l + norms),
+        ("Concat", 2 * l),
+        ("Div", l),
+        ("Expand", 2 * l),
+        ("Gather", 1),
+        ("MatMul", 9 * l + 1),
+        ("Mul", 6 * l + 2 * norms),
+        ("Neg", 2 * l),
+        ("Pow", norms),
+        ("Reciprocal", norms),
+        ("ReduceMean", norms),
+        ("Reshape", 6 * l),
+        ("Sigmoid", l),
+        ("Slice", 4 * l),
+        ("Softmax", l),
+        ("Sqrt", norms),
+        ("Transpose", 5 * l),
+        ("Unsqueeze", 2 * l),
+    ]);
+    assert_eq!(library_ops(&p), expected);
+    assert_shape_subgraphs_folded(&p);
+    let summary = cli_summary(&model.bytes, &dims);
+    assert_eq!(summary["operators"]["Range"], 2);
+    assert_eq!(summary["operators"]["Where"], 1);
+    assert_eq!(summary["library_nodes"], expected.values().sum::<usize>());
+    // Folded float values count as parameters: the cos and sin rows at the positions
+    // ([seq, d], then unsqueezed) and the causal mask ([seq, seq], then unsqueezed).
+    let (seq, d) = (SEQ as u64, (cfg.hidden / cfg.heads) as u64);
+    let folded = 2 * (2 * seq * d) + 2 * seq * seq;
+    assert_eq!(summary["parameters"], model.parameters + folded);
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+    let ids = (0..BATCH * SEQ)
+        .map(|_| rng.gen_range(0..cfg.vocab))
+        .collect();
+    let inputs = BTreeMap::from([(
+        decoder::INPUT_IDS.to_string(),
+        Tensor::i64(vec![BATCH, SEQ], ids),
+    )]);
+    let ours = interpreter_and_c_agree(&p, &inputs);
+    assert_eq!(
+        ours[decoder::LOGITS].shape,
+        [BATCH, SEQ, cfg.vocab as usize]
+    );
+    onnxruntime_agrees(&model.bytes, &inputs, &ours);
 }

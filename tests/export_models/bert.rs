@@ -8,6 +8,7 @@
 //! ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add decomposition.
 
 use super::net::{int, ints, Exported, Net};
+use super::torch_idioms::{reshape, scope, size_of, split_heads};
 use dmove::onnx::proto::tensor_proto::DataType;
 use dmove::onnx::AttrValue;
 
@@ -41,23 +42,6 @@ fn linear(net: &mut Net, module: &str, x: &str, fan_in: i64, fan_out: i64) -> St
     net.op(&scope, "Add", &[&b, &y], vec![])
 }
 
-/// The exporter's scope of a `BertModel` submodule (`encoder.layer.0.attention.self` →
-/// `/encoder/layer.0/attention/self`).
-fn scope(module: &str) -> String {
-    let mut out = String::new();
-    let mut parts = module.split('.').peekable();
-    while let Some(p) = parts.next() {
-        match parts.peek() {
-            Some(n) if n.parse::<usize>().is_ok() => {
-                out.push_str(&format!("/{p}.{n}"));
-                parts.next();
-            }
-            _ => out.push_str(&format!("/{p}")),
-        }
-    }
-    out
-}
-
 fn layer_norm(net: &mut Net, cfg: &BertConfig, module: &str, x: &str, width: i64) -> String {
     let scope = scope(module);
     let w = net.weight(&format!("{module}.weight"), &[width], 1.0, 0.1);
@@ -84,40 +68,6 @@ fn layer_norm(net: &mut Net, cfg: &BertConfig, module: &str, x: &str, width: i64
     net.op(&scope, "Add", &[&scaled, &b], vec![])
 }
 
-/// `x.size(i)` as a one-element tensor: Shape → Gather(scalar i) → Unsqueeze(axes [0]).
-fn size_of(net: &mut Net, scope: &str, x: &str, i: i64) -> String {
-    let shape = net.op(scope, "Shape", &[x], vec![]);
-    let index = net.const_i64(scope, &[], vec![i]);
-    let dim = net.op(scope, "Gather", &[&shape, &index], vec![("axis", int(0))]);
-    let axes = net.const_i64(scope, &[1], vec![0]);
-    net.op(scope, "Unsqueeze", &[&dim, &axes], vec![])
-}
-
-/// `Reshape`, with the `allowzero = 0` the exporter writes from opset 14 on.
-fn reshape(net: &mut Net, cfg: &BertConfig, scope: &str, x: &str, shape: &str) -> String {
-    let attrs = match cfg.opset >= 14 {
-        true => vec![("allowzero", int(0))],
-        false => vec![],
-    };
-    net.op(scope, "Reshape", &[x, shape], attrs)
-}
-
-/// `transpose_for_scores`: `x.view(x.size()[:-1] + (heads, d))` then `permute(perm)`.
-fn split_heads(net: &mut Net, cfg: &BertConfig, scope: &str, x: &str, perm: &[i64]) -> String {
-    let batch = size_of(net, scope, x, 0);
-    let seq = size_of(net, scope, x, 1);
-    let heads = net.const_i64(scope, &[1], vec![cfg.heads]);
-    let d = net.const_i64(scope, &[1], vec![cfg.hidden / cfg.heads]);
-    let shape = net.op(
-        scope,
-        "Concat",
-        &[&batch, &seq, &heads, &d],
-        vec![("axis", int(0))],
-    );
-    let y = reshape(net, cfg, scope, x, &shape);
-    net.op(scope, "Transpose", &[&y], vec![("perm", ints(perm))])
-}
-
 fn attention(net: &mut Net, cfg: &BertConfig, l: usize, h: &str, mask: &str) -> String {
     let module = format!("encoder.layer.{l}.attention.self");
     let s = scope(&module);
@@ -125,10 +75,11 @@ fn attention(net: &mut Net, cfg: &BertConfig, l: usize, h: &str, mask: &str) -> 
     let q = linear(net, &format!("{module}.query"), h, hd, hd);
     let k = linear(net, &format!("{module}.key"), h, hd, hd);
     let v = linear(net, &format!("{module}.value"), h, hd, hd);
-    let q = split_heads(net, cfg, &s, &q, &[0, 2, 1, 3]);
+    let (heads, d) = (cfg.heads, cfg.hidden / cfg.heads);
+    let q = split_heads(net, cfg.opset, &s, &q, (heads, d), &[0, 2, 1, 3]);
     // `key.transpose(-1, -2)` after the permute: the exporter fuses the two transposes.
-    let k = split_heads(net, cfg, &s, &k, &[0, 2, 3, 1]);
-    let v = split_heads(net, cfg, &s, &v, &[0, 2, 1, 3]);
+    let k = split_heads(net, cfg.opset, &s, &k, (heads, d), &[0, 2, 3, 1]);
+    let v = split_heads(net, cfg.opset, &s, &v, (heads, d), &[0, 2, 1, 3]);
     let scores = net.op(&s, "MatMul", &[&q, &k], vec![]);
     let root = net.const_f32(&s, ((cfg.hidden / cfg.heads) as f32).sqrt());
     let scaled = net.op(&s, "Div", &[&scores, &root], vec![]);
@@ -149,7 +100,7 @@ fn attention(net: &mut Net, cfg: &BertConfig, l: usize, h: &str, mask: &str) -> 
     let lead = net.op(&s, "Slice", &[&shape, &start, &end, &axis], vec![]);
     let all_heads = net.const_i64(&s, &[1], vec![cfg.hidden]);
     let target = net.op(&s, "Concat", &[&lead, &all_heads], vec![("axis", int(0))]);
-    let ctx = reshape(net, cfg, &s, &ctx, &target);
+    let ctx = reshape(net, cfg.opset, &s, &ctx, &target);
     let out = format!("encoder.layer.{l}.attention.output");
     let dense = linear(net, &format!("{out}.dense"), &ctx, hd, hd);
     let sum = net.op(&scope(&out), "Add", &[&dense, h], vec![]);

@@ -72,7 +72,12 @@ impl Net {
         let values: Vec<f32> = (0..n)
             .map(|_| center + self.rng.gen_range(-spread..=spread))
             .collect();
-        self.parameters += n as u64;
+        self.table(name, dims, values)
+    }
+
+    /// A float initializer holding `values`.
+    pub fn table(&mut self, name: &str, dims: &[i64], values: Vec<f32>) -> String {
+        self.parameters += values.len() as u64;
         let name = self.unique(name);
         self.edit(|b| b.initializer(&name, dims, values));
         name

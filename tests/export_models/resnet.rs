@@ -7,6 +7,7 @@
 //! paddings are ResNet-50's.
 
 use super::net::{int, ints, Attrs, Exported, Net};
+use super::torch_idioms::sequential_scope;
 use dmove::onnx::proto::tensor_proto::DataType;
 use dmove::onnx::AttrValue;
 
@@ -29,22 +30,6 @@ pub struct ResNetConfig {
     /// Flatten as `x.view(x.size(0), -1)` (Shape → Gather → Unsqueeze → Concat → Reshape), as
     /// hand-written ResNets do, instead of `torch.flatten(x, 1)` (Flatten).
     pub view_flatten: bool,
-}
-
-/// The exporter's scope of a module: `layer1.0.downsample.0` →
-/// `/layer1/layer1.0/downsample/downsample.0` (children of a `Sequential` carry its name).
-pub fn torch_scope(module: &str) -> String {
-    let mut scope = String::new();
-    let mut last = "";
-    for part in module.split('.') {
-        if part.parse::<usize>().is_ok() {
-            scope.push_str(&format!("/{last}.{part}"));
-        } else {
-            scope.push_str(&format!("/{part}"));
-        }
-        last = part;
-    }
-    scope
 }
 
 /// Conv (+ BN when kept), the way the exporter writes a `conv` + `bn` module pair.
@@ -74,16 +59,16 @@ fn conv_bn(net: &mut Net, cfg: &ResNetConfig, c: &ConvBn, x: &str) -> String {
         // BN folded into the convolution: the exporter names the new tensors `onnx::Conv_<n>`.
         let w = net.weight("onnx::Conv", &dims, 0.0, spread);
         let b = net.weight("onnx::Conv", &[c.cout], 0.0, 0.1);
-        return net.op(&torch_scope(c.conv), "Conv", &[x, &w, &b], attrs);
+        return net.op(&sequential_scope(c.conv), "Conv", &[x, &w, &b], attrs);
     }
     let w = net.weight(&format!("{}.weight", c.conv), &dims, 0.0, spread);
-    let y = net.op(&torch_scope(c.conv), "Conv", &[x, &w], attrs);
+    let y = net.op(&sequential_scope(c.conv), "Conv", &[x, &w], attrs);
     let scale = net.weight(&format!("{}.weight", c.bn), &[c.cout], 1.0, 0.2);
     let bias = net.weight(&format!("{}.bias", c.bn), &[c.cout], 0.0, 0.1);
     let mean = net.weight(&format!("{}.running_mean", c.bn), &[c.cout], 0.0, 0.1);
     let var = net.weight(&format!("{}.running_var", c.bn), &[c.cout], 1.0, 0.5);
     net.op(
-        &torch_scope(c.bn),
+        &sequential_scope(c.bn),
         "BatchNormalization",
         &[&y, &scale, &bias, &mean, &var],
         vec![
@@ -102,7 +87,7 @@ fn bottleneck(
     x: &str,
 ) -> String {
     let module = format!("layer{stage}.{block}");
-    let scope = torch_scope(&module);
+    let scope = sequential_scope(&module);
     let relu = |net: &mut Net, k: usize, x: &str| {
         let name = if k == 0 {
             "relu".to_string()
