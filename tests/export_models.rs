@@ -69,9 +69,9 @@ fn resnet50_parameter_formula_is_torchvisions() {
 
 /// Import (library and CLI), folded shapes, operator counts, parameters, C against the
 /// interpreter and the interpreter against ONNX Runtime for one ResNet variant.
-fn check_resnet(cfg: &ResNetConfig, size: i64, expected_ops: &[(&str, usize)]) {
+fn check_resnet(cfg: &ResNetConfig, (batch, size): (i64, i64), expected_ops: &[(&str, usize)]) {
     let model = resnet50(cfg, size, 11);
-    let dims = [("batch_size", 1)];
+    let dims = [("batch_size", batch)];
     let p = import_bound(&model.bytes, &dims);
     assert_eq!(library_ops(&p), counts(expected_ops));
     assert_shape_subgraphs_folded(&p);
@@ -98,7 +98,7 @@ fn check_resnet(cfg: &ResNetConfig, size: i64, expected_ops: &[(&str, usize)]) {
     let inputs = random_inputs(&p, 5).expect("inputs");
     let ours = interpreter_and_c_agree(&p, &inputs);
     let out = &ours[resnet::OUTPUT];
-    assert_eq!(out.shape, [1, cfg.classes as usize]);
+    assert_eq!(out.shape, [batch as usize, cfg.classes as usize]);
     // The logits are O(1), so the tolerance checks real numbers, not rounding noise.
     let largest = out.to_f64_vec().iter().fold(0.0f64, |m, v| m.max(v.abs()));
     assert!(
@@ -108,11 +108,12 @@ fn check_resnet(cfg: &ResNetConfig, size: i64, expected_ops: &[(&str, usize)]) {
     onnxruntime_agrees(&model.bytes, &inputs, &ours);
 }
 
-/// The eval-mode export: BN folded into conv biases, `torch.flatten` as Flatten, opset 17.
+/// The eval-mode export: BN folded into conv biases, `torch.flatten` as Flatten, opset 17;
+/// width 8 on 64×64 images, so the last stage still sees 2×2 maps.
 #[test]
 fn resnet50_shaped_eval_export_matches_through_c_and_onnxruntime() {
     let cfg = ResNetConfig {
-        width: 4,
+        width: 8,
         classes: 10,
         opset: 17,
         batchnorm: false,
@@ -120,7 +121,7 @@ fn resnet50_shaped_eval_export_matches_through_c_and_onnxruntime() {
     };
     check_resnet(
         &cfg,
-        32,
+        (1, 64),
         &[
             ("Add", 16),
             ("Conv", 53),
@@ -133,7 +134,8 @@ fn resnet50_shaped_eval_export_matches_through_c_and_onnxruntime() {
     );
 }
 
-/// BatchNormalization kept, `x.view(x.size(0), -1)` flattening, opset 13.
+/// BatchNormalization kept, `x.view(x.size(0), -1)` flattening, opset 13; a batch of two, so
+/// the folded view shape must carry the bound batch.
 #[test]
 fn resnet50_shaped_batchnorm_view_export_matches_through_c_and_onnxruntime() {
     let cfg = ResNetConfig {
@@ -145,7 +147,7 @@ fn resnet50_shaped_batchnorm_view_export_matches_through_c_and_onnxruntime() {
     };
     check_resnet(
         &cfg,
-        32,
+        (2, 32),
         &[
             ("Add", 16),
             ("BatchNormalization", 53),
