@@ -351,3 +351,26 @@ fn gqa_decoder_shaped_export_matches_through_c_and_onnxruntime() {
     );
     onnxruntime_agrees(&model.bytes, &inputs, &ours);
 }
+
+/// Without `--dim`, the shape subgraphs cannot fold, and the error names the dimensions to bind
+/// rather than only the operator that needed a constant.
+#[test]
+fn unbound_dimensions_are_named_when_the_shape_subgraphs_cannot_fold() {
+    let model = bert(&bert_config(17, f32::MIN), 17);
+    let import = |dims: &[(&str, i64)]| {
+        let opts = dmove::onnx::ImportOptions {
+            dims: dims.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            ..Default::default()
+        };
+        dmove::onnx::import_bytes(&model.bytes, &opts)
+    };
+    let flags = |e: dmove::onnx::OnnxError| match e {
+        dmove::onnx::OnnxError::ShapeFromUnboundDimension { node, flags, .. } => (node, flags),
+        other => panic!("unexpected error: {other}"),
+    };
+    let (node, both) = flags(import(&[]).expect_err("shapes are unknown"));
+    assert_eq!(node, "/embeddings/Slice");
+    assert_eq!(both, "--dim batch_size=VALUE --dim sequence=VALUE");
+    let (_, one) = flags(import(&[("batch_size", 2)]).expect_err("the sequence is unknown"));
+    assert_eq!(one, "--dim sequence=VALUE");
+}

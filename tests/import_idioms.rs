@@ -405,3 +405,43 @@ fn types_below_a_shape_folded_from_a_bound_symbol_use_its_value() {
     assert_eq!(y.shape, [2, 2]);
     assert_eq!(y.get_f64(2), 0.5 * (12..24).sum::<i64>() as f64);
 }
+
+/// The view chain of an unbound batch cannot fold: the error names the symbol and the flag that
+/// binds it, not only the Reshape that needed a constant shape.
+#[test]
+fn a_shape_that_cannot_fold_names_the_unbound_dimension() {
+    let model = ModelBuilder::new("view_unbound", 13)
+        .input("x", ["N", "3"])
+        .initializer_i64("zero", &[], vec![0])
+        .initializer_i64("axes", &[1], vec![0])
+        .initializer_i64("minus_one", &[1], vec![-1])
+        .node("Shape", &["x"], &["s"], vec![])
+        .node(
+            "Gather",
+            &["s", "zero"],
+            &["n"],
+            vec![("axis", AttrValue::Int(0))],
+        )
+        .node("Unsqueeze", &["n", "axes"], &["n1"], vec![])
+        .node(
+            "Concat",
+            &["n1", "minus_one"],
+            &["target"],
+            vec![("axis", AttrValue::Int(0))],
+        )
+        .named_node("view", "Reshape", &["x", "target"], &["y"], vec![])
+        .output("y", ["N", "3"])
+        .build();
+    let err = import(&model, &ImportOptions::default()).expect_err("the batch is unbound");
+    let OnnxError::ShapeFromUnboundDimension {
+        node,
+        symbols,
+        flags,
+        ..
+    } = &err
+    else {
+        panic!("unexpected error: {err}");
+    };
+    assert_eq!((node.as_str(), symbols.as_str()), ("view", "`N`"));
+    assert_eq!(flags, "--dim N=VALUE");
+}

@@ -192,6 +192,24 @@ pub enum OnnxError {
         shape: String,
     },
 
+    #[error(
+        "node `{node}` ({op}) needs a shape computed from unbound dimensions ({symbols}): {source}"
+    )]
+    #[diagnostic(
+        code(dmove::onnx::shape_from_unbound_dimension),
+        help("bind them with `{flags}` (or give input shapes with `--shape`), so the shape computation folds into constants")
+    )]
+    ShapeFromUnboundDimension {
+        node: String,
+        op: String,
+        /// The symbols, rendered as `` `a`, `b` ``.
+        symbols: String,
+        /// The command-line flags that bind them.
+        flags: String,
+        #[source]
+        source: Box<OpError>,
+    },
+
     #[error("the imported program is invalid: {0}")]
     #[diagnostic(code(dmove::onnx::invalid_ir))]
     InvalidIr(#[from] InvalidIr),

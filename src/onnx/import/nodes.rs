@@ -10,7 +10,7 @@ use crate::onnx::error::{OnnxError, UnsupportedNode};
 use crate::onnx::idioms::{all_kept, dropout_refusal, shape_from_type};
 use crate::onnx::proto::NodeProto;
 use crate::ops::{self, OpError, TensorType};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl Importer<'_> {
     /// One ordinary node: renamed away (`Identity`, inference `Dropout`), folded into constants
@@ -72,6 +72,29 @@ impl Importer<'_> {
             in_types = bound_types;
             self.specialised.extend(outputs.iter().cloned());
         }
+        let unbound = self.unbound_symbols(&op_name, &inputs, &in_types);
+        for out in outputs.iter().filter(|_| !unbound.is_empty()) {
+            self.unbound_values.insert(out.clone(), unbound.clone());
+        }
+        // A node that needs such a value as a constant fails because of the unbound symbol.
+        let infer_err = |source: OpError| match unbound.is_empty() {
+            true => infer_err(source),
+            false => OnnxError::ShapeFromUnboundDimension {
+                node: label.to_string(),
+                op: op_name.clone(),
+                symbols: unbound
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                flags: unbound
+                    .iter()
+                    .map(|s| format!("--dim {s}=VALUE"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                source: Box::new(source),
+            },
+        };
         if idioms && PASS_THROUGH.contains(&op_name.as_str()) {
             return self.pass_through(b, label, &op_name, attrs, &inputs, &in_types, outputs);
         }
@@ -146,6 +169,28 @@ impl Importer<'_> {
             })
             .collect();
         TensorType::new(ty.dtype, dims)
+    }
+
+    /// The unbound symbols the values of this node's outputs depend on: those of its inputs'
+    /// values, and for `Shape`/`Size` the unbound symbols of the input's type.
+    fn unbound_symbols(
+        &self,
+        op: &str,
+        inputs: &[Option<String>],
+        in_types: &[Option<TensorType>],
+    ) -> BTreeSet<String> {
+        let mut symbols: BTreeSet<String> = inputs
+            .iter()
+            .flatten()
+            .filter_map(|t| self.unbound_values.get(t))
+            .flatten()
+            .cloned()
+            .collect();
+        if let ("Shape" | "Size", Some(Some(ty))) = (op, in_types.first()) {
+            let free = ty.shape.iter().flat_map(SymExpr::free_symbols);
+            symbols.extend(free.filter(|s| !self.bound.contains_key(s)));
+        }
+        symbols
     }
 
     /// `Shape`/`Size` of an input whose shape is static (given with bound symbols
