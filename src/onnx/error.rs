@@ -233,6 +233,30 @@ fn later_hint(producer: &Option<String>) -> String {
 }
 
 impl OnnxError {
+    /// `source` raised by `node`, whose inputs depend on the values of the unbound `symbols`.
+    pub(crate) fn shape_from_unbound<'a>(
+        node: &str,
+        op: &str,
+        symbols: impl IntoIterator<Item = &'a String> + Clone,
+        source: OpError,
+    ) -> Self {
+        let render = |f: fn(&String) -> String, sep: &str| {
+            symbols
+                .clone()
+                .into_iter()
+                .map(f)
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        OnnxError::ShapeFromUnboundDimension {
+            node: node.to_string(),
+            op: op.to_string(),
+            symbols: render(|s| format!("`{s}`"), ", "),
+            flags: render(|s| format!("--dim {s}=VALUE"), " "),
+            source: Box::new(source),
+        }
+    }
+
     pub(crate) fn tensor(tensor: &str, message: impl Into<String>) -> Self {
         OnnxError::TensorData {
             tensor: tensor.to_string(),

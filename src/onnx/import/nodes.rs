@@ -79,21 +79,7 @@ impl Importer<'_> {
         // A node that needs such a value as a constant fails because of the unbound symbol.
         let infer_err = |source: OpError| match unbound.is_empty() {
             true => infer_err(source),
-            false => OnnxError::ShapeFromUnboundDimension {
-                node: label.to_string(),
-                op: op_name.clone(),
-                symbols: unbound
-                    .iter()
-                    .map(|s| format!("`{s}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                flags: unbound
-                    .iter()
-                    .map(|s| format!("--dim {s}=VALUE"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                source: Box::new(source),
-            },
+            false => OnnxError::shape_from_unbound(label, &op_name, &unbound, source),
         };
         if idioms && PASS_THROUGH.contains(&op_name.as_str()) {
             return self.pass_through(b, label, &op_name, attrs, &inputs, &in_types, outputs);
