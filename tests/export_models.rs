@@ -1,8 +1,10 @@
-//! ResNet-50-shaped and BERT-shaped models written the way `torch.onnx.export` writes them
-//! (dynamic batch and sequence axes, shape subgraphs, Constant nodes, torch's naming), then
-//! imported with their dimensions bound, checked for folded shape subgraphs, lowered to C and
-//! compared with the reference interpreter, and the interpreter compared with ONNX Runtime.
-//! The builders live in `export_models/`; widths are small, structures are the real ones.
+//! ResNet-50-shaped, BERT-shaped and GQA-decoder-shaped models written the way
+//! `torch.onnx.export` writes them (dynamic batch and sequence axes, shape subgraphs, Constant
+//! nodes, torch's naming), then imported with their dimensions bound (library and CLI), checked
+//! for folded shape subgraphs and exact operator counts, lowered to C and compared with the
+//! reference interpreter, and the interpreter compared with ONNX Runtime (required when
+//! `DMOVE_REQUIRE_PEER` is set). The builders live in `export_models/`; widths are small,
+//! structures are the real ones.
 
 #[path = "export_models/bert.rs"]
 mod bert;
