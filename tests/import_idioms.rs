@@ -363,3 +363,85 @@ fn as_written_keeps_constant_subgraphs_and_identities() {
     seen.sort();
     assert_eq!(seen, ["Add", "Identity", "Relu"]);
 }
+
+/// `x.view(x.size(0), -1) @ w` with the batch bound by `--dim`: the folded view shape `[2, -1]`
+/// holds the bound value, so the types below it use the value too (the Reshape is `[2, 12]`,
+/// not `[2, 12·N]`, and the MatMul's inner dimensions agree), while the input keeps its symbol.
+#[test]
+fn types_below_a_shape_folded_from_a_bound_symbol_use_its_value() {
+    let model = ModelBuilder::new("view_bound", 13)
+        .input("x", ["N", "3", "4"])
+        .initializer_i64("zero", &[], vec![0])
+        .initializer_i64("axes", &[1], vec![0])
+        .initializer_i64("minus_one", &[1], vec![-1])
+        .initializer("w", &[12, 2], vec![0.5; 24])
+        .node("Shape", &["x"], &["s"], vec![])
+        .node(
+            "Gather",
+            &["s", "zero"],
+            &["n"],
+            vec![("axis", AttrValue::Int(0))],
+        )
+        .node("Unsqueeze", &["n", "axes"], &["n1"], vec![])
+        .node(
+            "Concat",
+            &["n1", "minus_one"],
+            &["target"],
+            vec![("axis", AttrValue::Int(0))],
+        )
+        .node("Reshape", &["x", "target"], &["flat"], vec![])
+        .node("MatMul", &["flat", "w"], &["y"], vec![])
+        .output("y", ["N", "2"])
+        .build();
+    let opts = ImportOptions {
+        dims: BTreeMap::from([("N".to_string(), 2)]),
+        ..ImportOptions::default()
+    };
+    let p = import(&model, &opts).expect("imports");
+    assert_eq!(library_ops(&p), ["Reshape", "MatMul"]);
+    assert_eq!(p.data["flat"].shape, [SymExpr::Int(2), SymExpr::Int(12)]);
+    assert_eq!(p.data["x"].shape[0], SymExpr::sym("N"));
+    let y = &run(&p, iota(&[2, 3, 4]))["y"];
+    assert_eq!(y.shape, [2, 2]);
+    assert_eq!(y.get_f64(2), 0.5 * (12..24).sum::<i64>() as f64);
+}
+
+/// The view chain of an unbound batch cannot fold: the error names the symbol and the flag that
+/// binds it, not only the Reshape that needed a constant shape.
+#[test]
+fn a_shape_that_cannot_fold_names_the_unbound_dimension() {
+    let model = ModelBuilder::new("view_unbound", 13)
+        .input("x", ["N", "3"])
+        .initializer_i64("zero", &[], vec![0])
+        .initializer_i64("axes", &[1], vec![0])
+        .initializer_i64("minus_one", &[1], vec![-1])
+        .node("Shape", &["x"], &["s"], vec![])
+        .node(
+            "Gather",
+            &["s", "zero"],
+            &["n"],
+            vec![("axis", AttrValue::Int(0))],
+        )
+        .node("Unsqueeze", &["n", "axes"], &["n1"], vec![])
+        .node(
+            "Concat",
+            &["n1", "minus_one"],
+            &["target"],
+            vec![("axis", AttrValue::Int(0))],
+        )
+        .named_node("view", "Reshape", &["x", "target"], &["y"], vec![])
+        .output("y", ["N", "3"])
+        .build();
+    let err = import(&model, &ImportOptions::default()).expect_err("the batch is unbound");
+    let OnnxError::ShapeFromUnboundDimension {
+        node,
+        symbols,
+        flags,
+        ..
+    } = &err
+    else {
+        panic!("unexpected error: {err}");
+    };
+    assert_eq!((node.as_str(), symbols.as_str()), ("view", "`N`"));
+    assert_eq!(flags, "--dim N=VALUE");
+}

@@ -39,7 +39,7 @@ spec = json.load(open(d + "/spec.json"))
 sess = ort.InferenceSession(d + "/model.onnx", providers=["CPUExecutionProvider"])
 feeds = {}
 for i, inp in enumerate(spec["inputs"]):
-    feeds[inp["name"]] = np.fromfile(d + "/in%d.bin" % i, dtype=np.float32).reshape(inp["shape"])
+    feeds[inp["name"]] = np.fromfile(d + "/in%d.bin" % i, dtype=inp["dtype"]).reshape(inp["shape"])
 for _ in range(spec["warmup"]):
     sess.run(None, feeds)
 times = []
@@ -55,7 +55,8 @@ for i, o in enumerate(outs):
 print(json.dumps({"times": times, "outputs": names, "shapes": shapes}))
 "#;
 
-/// Runs `model` (ONNX bytes) in ONNX Runtime on `inputs` (f32 tensors).
+/// Runs `model` (ONNX bytes) in ONNX Runtime on `inputs` (f32 tensors, or i64 ones such as
+/// token ids); its outputs must be f32.
 pub fn onnxruntime(
     model: &[u8],
     inputs: &[(String, Tensor)],
@@ -66,11 +67,17 @@ pub fn onnxruntime(
     std::fs::write(dir.path().join("model.onnx"), model)?;
     let mut spec_inputs = Vec::new();
     for (i, (name, t)) in inputs.iter().enumerate() {
-        if t.dtype() != DType::F32 {
-            return Err(PeerError::Failed(format!("input `{name}` is not f32")));
-        }
+        let dtype = match t.dtype() {
+            DType::F32 => "float32",
+            DType::I64 => "int64",
+            other => {
+                return Err(PeerError::Failed(format!(
+                    "input `{name}` is {other}, not f32 or i64"
+                )))
+            }
+        };
         std::fs::write(dir.path().join(format!("in{i}.bin")), t.to_le_bytes())?;
-        spec_inputs.push(serde_json::json!({"name": name, "shape": t.shape}));
+        spec_inputs.push(serde_json::json!({"name": name, "shape": t.shape, "dtype": dtype}));
     }
     let spec = serde_json::json!({"inputs": spec_inputs, "warmup": warmup, "reps": reps});
     std::fs::write(dir.path().join("spec.json"), spec.to_string())?;

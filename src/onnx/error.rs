@@ -192,6 +192,24 @@ pub enum OnnxError {
         shape: String,
     },
 
+    #[error(
+        "node `{node}` ({op}) needs a shape computed from unbound dimensions ({symbols}): {source}"
+    )]
+    #[diagnostic(
+        code(dmove::onnx::shape_from_unbound_dimension),
+        help("bind them with `{flags}` (or give input shapes with `--shape`), so the shape computation folds into constants")
+    )]
+    ShapeFromUnboundDimension {
+        node: String,
+        op: String,
+        /// The symbols, rendered as `` `a`, `b` ``.
+        symbols: String,
+        /// The command-line flags that bind them.
+        flags: String,
+        #[source]
+        source: Box<OpError>,
+    },
+
     #[error("the imported program is invalid: {0}")]
     #[diagnostic(code(dmove::onnx::invalid_ir))]
     InvalidIr(#[from] InvalidIr),
@@ -215,6 +233,30 @@ fn later_hint(producer: &Option<String>) -> String {
 }
 
 impl OnnxError {
+    /// `source` raised by `node`, whose inputs depend on the values of the unbound `symbols`.
+    pub(crate) fn shape_from_unbound<'a>(
+        node: &str,
+        op: &str,
+        symbols: impl IntoIterator<Item = &'a String> + Clone,
+        source: OpError,
+    ) -> Self {
+        let render = |f: fn(&String) -> String, sep: &str| {
+            symbols
+                .clone()
+                .into_iter()
+                .map(f)
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        OnnxError::ShapeFromUnboundDimension {
+            node: node.to_string(),
+            op: op.to_string(),
+            symbols: render(|s| format!("`{s}`"), ", "),
+            flags: render(|s| format!("--dim {s}=VALUE"), " "),
+            source: Box::new(source),
+        }
+    }
+
     pub(crate) fn tensor(tensor: &str, message: impl Into<String>) -> Self {
         OnnxError::TensorData {
             tensor: tensor.to_string(),

@@ -111,6 +111,8 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
         all_names: all_names(graph),
         alias: BTreeMap::new(),
         bound: BTreeMap::new(),
+        specialised: BTreeSet::new(),
+        unbound_values: BTreeMap::new(),
     };
     let mut p = Program::new(name);
     imp.initializers(&mut p)?;
@@ -184,6 +186,13 @@ struct Importer<'m> {
     alias: BTreeMap<String, String>,
     /// Values of the bound symbols (dimensions stay symbolic in types; folding uses these).
     bound: BTreeMap<String, i64>,
+    /// Tensors whose value or type depends on the value of a bound symbol (see `bind` in
+    /// `nodes.rs`).
+    specialised: BTreeSet<String>,
+    /// Tensors whose values depend on unbound symbols (outputs of `Shape`/`Size` that could not
+    /// fold, and what is computed from them) → those symbols, to name them when a node needs
+    /// such a value as a constant.
+    unbound_values: BTreeMap<String, BTreeSet<String>>,
 }
 
 fn non_empty(name: Option<&String>, what: impl FnOnce() -> String) -> Result<String, OnnxError> {

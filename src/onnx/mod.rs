@@ -24,7 +24,9 @@
 //!   (`Shape → Gather → Unsqueeze → Concat → Reshape`) disappear when shapes are known.
 //! - **Symbols.** Every `dim_param` of a graph input becomes a program symbol of the same name,
 //!   bound when `ImportOptions::dims` or `ImportOptions::input_shapes` gives it a value and left
-//!   unbound otherwise; shapes keep the symbol either way. A dimension with neither a value nor a
+//!   unbound otherwise; shapes keep the symbol either way, except downstream of a value folded
+//!   from a bound symbol's value (`Shape` of a bound input), whose readers infer their types with
+//!   bound symbols substituted so both agree. A dimension with neither a value nor a
 //!   name becomes the symbol `<input>_dim<i>`. Options that name no input or no symbol are errors.
 //! - **Attributes.** ONNX attributes keep their names: INT → `Attr::Int`, FLOAT → `Attr::Float`,
 //!   INTS → `Attr::Ints`, FLOATS → `Attr::Floats`, STRING → `Attr::Str`. Other attribute types

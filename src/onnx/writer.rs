@@ -282,18 +282,30 @@ impl ModelBuilder {
     }
 
     /// A `Constant` node whose `value` attribute is a float tensor.
-    pub fn constant(mut self, output: &str, dims: &[i64], values: Vec<f32>) -> Self {
+    pub fn constant(self, output: &str, dims: &[i64], values: Vec<f32>) -> Self {
         let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let value = AttributeProto {
-            name: Some("value".into()),
-            r#type: Some(AttributeType::Tensor as i32),
-            t: Some(raw_tensor(output, dims, DataType::Float, raw)),
-            ..Default::default()
-        };
+        self.constant_node(raw_tensor(output, dims, DataType::Float, raw))
+    }
+
+    /// A `Constant` node whose `value` attribute is an int64 tensor: PyTorch's exporter writes
+    /// the axes, indices and shape pieces of its shape subgraphs this way.
+    pub fn constant_i64(self, output: &str, dims: &[i64], values: Vec<i64>) -> Self {
+        let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.constant_node(raw_tensor(output, dims, DataType::Int64, raw))
+    }
+
+    /// A `Constant` node producing `value` under the tensor's own name.
+    fn constant_node(mut self, value: TensorProto) -> Self {
+        let output = value.name.clone();
         self.graph.node.push(NodeProto {
             op_type: Some("Constant".into()),
-            output: vec![output.to_string()],
-            attribute: vec![value],
+            output: output.into_iter().collect(),
+            attribute: vec![AttributeProto {
+                name: Some("value".into()),
+                r#type: Some(AttributeType::Tensor as i32),
+                t: Some(value),
+                ..Default::default()
+            }],
             ..Default::default()
         });
         self

@@ -11,7 +11,7 @@ use crate::onnx::error::{OnnxError, UnsupportedNode};
 use crate::onnx::idioms::{all_kept, dropout_refusal, shape_from_type};
 use crate::onnx::proto::NodeProto;
 use crate::ops::{self, OpError, TensorType};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl Importer<'_> {
     /// One ordinary node: renamed away (`Identity`, inference `Dropout`), folded into constants
@@ -52,6 +52,14 @@ impl Importer<'_> {
                 false => Some(self.resolve_input(index, label, tensor)?),
             });
         }
+        let bound_types: Vec<Option<TensorType>> = in_types
+            .iter()
+            .map(|t| t.as_ref().map(|t| self.bind(t)))
+            .collect();
+        let specialised = inputs
+            .iter()
+            .flatten()
+            .any(|t| self.specialised.contains(t));
         // Trailing empty names are omitted optional outputs.
         let listed = node
             .output
@@ -61,11 +69,27 @@ impl Importer<'_> {
         let outputs = &node.output[..listed];
         let idioms = !self.opts.as_written;
         if let Some(folded) = self
-            .fold_by_type(&op_name, &attrs, &in_types, outputs.len())
+            .fold_by_type(&op_name, &attrs, &bound_types, outputs.len())
             .filter(|_| idioms)
         {
+            if specialised || bound_types != in_types {
+                self.specialised.insert(outputs[0].clone());
+            }
             return self.constant_result(b, label, &outputs[0], folded);
         }
+        if specialised {
+            in_types = bound_types;
+            self.specialised.extend(outputs.iter().cloned());
+        }
+        let unbound = self.unbound_symbols(&op_name, &inputs, &in_types);
+        for out in outputs.iter().filter(|_| !unbound.is_empty()) {
+            self.unbound_values.insert(out.clone(), unbound.clone());
+        }
+        // A node that needs such a value as a constant fails because of the unbound symbol.
+        let infer_err = |source: OpError| match unbound.is_empty() {
+            true => infer_err(source),
+            false => OnnxError::shape_from_unbound(label, &op_name, &unbound, source),
+        };
         if idioms && PASS_THROUGH.contains(&op_name.as_str()) {
             return self.pass_through(b, label, &op_name, attrs, &inputs, &in_types, outputs);
         }
@@ -123,8 +147,49 @@ impl Importer<'_> {
         Ok(())
     }
 
-    /// `Shape`/`Size` of an input whose shape is static once bound symbols are substituted,
-    /// whatever the operator library offers.
+    /// `ty` with the values of bound symbols substituted. Types keep their symbols, except
+    /// downstream of a value that depends on a bound symbol's value (`Shape` of a bound input,
+    /// folded into numbers): there, types derived from those numbers and types derived from the
+    /// input must agree, or `Reshape(x, [1, -1])` of a `[batch, 128]` tensor comes out as
+    /// `[1, 128·batch]` and no longer matches its consumer. Such tensors are `specialised`, and
+    /// every node reading one infers its types with bound symbols substituted.
+    fn bind(&self, ty: &TensorType) -> TensorType {
+        let lookup = |s: &str| self.bound.get(s).copied();
+        let dims = ty
+            .shape
+            .iter()
+            .map(|d| {
+                d.eval_with(&lookup)
+                    .map_or_else(|_| d.clone(), SymExpr::Int)
+            })
+            .collect();
+        TensorType::new(ty.dtype, dims)
+    }
+
+    /// The unbound symbols the values of this node's outputs depend on: those of its inputs'
+    /// values, and for `Shape`/`Size` the unbound symbols of the input's type.
+    fn unbound_symbols(
+        &self,
+        op: &str,
+        inputs: &[Option<String>],
+        in_types: &[Option<TensorType>],
+    ) -> BTreeSet<String> {
+        let mut symbols: BTreeSet<String> = inputs
+            .iter()
+            .flatten()
+            .filter_map(|t| self.unbound_values.get(t))
+            .flatten()
+            .cloned()
+            .collect();
+        if let ("Shape" | "Size", Some(Some(ty))) = (op, in_types.first()) {
+            let free = ty.shape.iter().flat_map(SymExpr::free_symbols);
+            symbols.extend(free.filter(|s| !self.bound.contains_key(s)));
+        }
+        symbols
+    }
+
+    /// `Shape`/`Size` of an input whose shape is static (given with bound symbols
+    /// substituted), whatever the operator library offers.
     fn fold_by_type(
         &self,
         op: &str,
@@ -135,16 +200,7 @@ impl Importer<'_> {
         let ([Some(ty)], 1) = (in_types, outputs) else {
             return None;
         };
-        let lookup = |s: &str| self.bound.get(s).copied();
-        let dims = ty
-            .shape
-            .iter()
-            .map(|d| {
-                d.eval_with(&lookup)
-                    .map_or_else(|_| d.clone(), SymExpr::Int)
-            })
-            .collect();
-        shape_from_type(op, attrs, &TensorType::new(ty.dtype, dims))
+        shape_from_type(op, attrs, ty)
     }
 
     /// `Identity` and inference-mode `Dropout`: later readers of the output read the input

@@ -1,0 +1,133 @@
+//! The checks every exported model goes through: import with its dimensions bound (library and
+//! CLI), the imported operator list, full expansion → C → run against the reference
+//! interpreter, and the interpreter against ONNX Runtime when it is installed.
+
+use dmove::bench::peer::{onnxruntime, PeerError};
+use dmove::check::compare_outputs;
+use dmove::codegen::{BuildConfig, Compiled};
+use dmove::interp;
+use dmove::ir::validate::validate;
+use dmove::ir::{LibraryNode, NodeKind, Program, Tensor};
+use dmove::onnx::{import_bytes, ImportOptions};
+use dmove::ops::expand::expand_all;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+pub type Tensors = BTreeMap<String, Tensor>;
+
+/// Imports `bytes` with the named `dim_param`s bound, as `--dim NAME=VALUE` does.
+pub fn import_bound(bytes: &[u8], dims: &[(&str, i64)]) -> Program {
+    let opts = ImportOptions {
+        dims: dims.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        ..ImportOptions::default()
+    };
+    import_bytes(bytes, &opts).expect("the exported model imports")
+}
+
+/// Library node count per operator after import.
+pub fn library_ops(p: &Program) -> BTreeMap<String, usize> {
+    let mut ops = BTreeMap::new();
+    p.graph.walk(&mut |n| {
+        if let NodeKind::Library(lib) = &n.kind {
+            *ops.entry(lib.op.clone()).or_insert(0) += 1;
+        }
+    });
+    ops
+}
+
+/// The exporter's shape subgraphs are gone: no `Shape`/`Size` is left, and every shape, axes,
+/// index-range or repeat operand of a data-movement operator is a constant of the program.
+pub fn assert_shape_subgraphs_folded(p: &Program) {
+    for (idx, node) in p.graph.ordered().into_iter().map(|i| (i, p.graph.node(i))) {
+        let NodeKind::Library(lib) = &node.kind else {
+            continue;
+        };
+        assert!(
+            !matches!(lib.op.as_str(), "Shape" | "Size"),
+            "{} was not folded",
+            node.label
+        );
+        if !matches!(
+            lib.op.as_str(),
+            "Reshape" | "Expand" | "Slice" | "Unsqueeze" | "Squeeze" | "Tile"
+        ) {
+            continue;
+        }
+        for e in p.graph.in_edges(idx) {
+            let position = e
+                .memlet
+                .dst_conn
+                .as_deref()
+                .and_then(|c| LibraryNode::connector_index(c, "in"));
+            if position.is_some_and(|i| i > 0) {
+                let data = &e.memlet.data;
+                assert!(
+                    p.constants.contains_key(data),
+                    "{} reads its shape operand `{data}` from a computed tensor",
+                    node.label
+                );
+            }
+        }
+    }
+}
+
+/// The default build, at `-O1`: these checks are about what the generated C computes, and a
+/// whole lowered network takes `-O3 -march=native` about seven times as long to compile.
+fn build_config() -> BuildConfig {
+    let mut c = BuildConfig::from_env();
+    c.flags
+        .retain(|f| !f.starts_with("-O") && !f.starts_with("-march"));
+    c.flags.push("-O1".into());
+    c.cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("export-models-cache");
+    c
+}
+
+/// Runs `p` in the reference interpreter, then expands every operator, compiles the C and runs
+/// it on the same inputs; the outputs must agree within `numerics` tolerances. Returns the
+/// interpreter's outputs.
+pub fn interpreter_and_c_agree(p: &Program, inputs: &Tensors) -> Tensors {
+    let want = interp::run(p, inputs).expect("the interpreter runs the imported model");
+    let mut lowered = p.clone();
+    expand_all(&mut lowered).expect("every operator expands");
+    validate(&lowered).expect("the lowered program is valid");
+    assert!(library_ops(&lowered).is_empty(), "library nodes left");
+    let compiled = Compiled::build_with(&lowered, &build_config()).expect("the C compiles");
+    let got = compiled.run(inputs).expect("the compiled model runs");
+    compare_outputs(&got, &want).expect("C matches the interpreter");
+    want
+}
+
+/// ONNX Runtime computes the same outputs as our interpreter (skipped when it is not
+/// installed, unless `DMOVE_REQUIRE_PEER` is set, as CI does).
+pub fn onnxruntime_agrees(bytes: &[u8], inputs: &Tensors, ours: &Tensors) {
+    let feeds: Vec<(String, Tensor)> = inputs.clone().into_iter().collect();
+    let peer = match onnxruntime(bytes, &feeds, 0, 1) {
+        Ok(run) => run,
+        Err(PeerError::Unavailable(why)) if std::env::var("DMOVE_REQUIRE_PEER").is_err() => {
+            eprintln!("onnxruntime comparison skipped: {why}");
+            return;
+        }
+        Err(e) => panic!("onnxruntime: {e}"),
+    };
+    compare_outputs(ours, &peer.outputs).expect("the interpreter matches onnxruntime");
+}
+
+/// `dmove import MODEL --dim … --summary --json` through the binary.
+pub fn cli_summary(bytes: &[u8], dims: &[(&str, i64)]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("model.onnx");
+    std::fs::write(&path, bytes).expect("write the model");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dmove"));
+    cmd.arg("import").arg(&path).args(["--summary", "--json"]);
+    for (name, v) in dims {
+        cmd.arg("--dim").arg(format!("{name}={v}"));
+    }
+    let out = cmd.env("NO_COLOR", "1").output().expect("dmove runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON summary")
+}
