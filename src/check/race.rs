@@ -10,7 +10,9 @@
 //! where a resolved write needs an atomic update and where `omp simd` is safe.
 
 use crate::ir::subset::ParamBounds;
-use crate::ir::{DataDesc, Dim, Graph, MapNode, MapParam, NodeKind, Storage, Subset, SymExpr, Wcr};
+use crate::ir::{
+    DataDesc, Dim, Graph, MapNode, MapParam, NodeKind, Program, Storage, Subset, SymExpr, Wcr,
+};
 use std::collections::BTreeMap;
 
 /// One access inside a map body, with its subset propagated over the maps nested inside.
@@ -25,14 +27,46 @@ pub struct BodyAccess {
 /// Every access to a global container inside `map`'s body (at any depth).
 pub fn body_accesses(map: &MapNode, data: &BTreeMap<String, DataDesc>) -> Vec<BodyAccess> {
     let mut out = Vec::new();
-    collect(&map.body, &[], data, &mut out);
+    let global = |_: &str, desc: &DataDesc| desc.storage == Storage::Global;
+    collect(&map.body, &[], data, &global, &mut out);
     out
+}
+
+/// Every access inside `map`'s body to a container its iterations share: global ones, and
+/// local or register ones that also live outside the body (the C backend then declares them
+/// outside the loop, so iterations see each other's values — carried state such as an online
+/// softmax's running max and sum).
+fn shared_accesses(map: &MapNode, p: &Program) -> Vec<BodyAccess> {
+    let mut out = Vec::new();
+    let shared = |name: &str, desc: &DataDesc| {
+        desc.storage == Storage::Global || !private_to_body(p, &map.body, name)
+    };
+    collect(&map.body, &[], &p.data, &shared, &mut out);
+    out
+}
+
+/// Number of access nodes of `data` in `g` and its nested scopes.
+pub fn access_count(g: &Graph, data: &str) -> usize {
+    let mut n = 0;
+    g.walk(&mut |node| {
+        if matches!(&node.kind, NodeKind::Access(d) if d == data) {
+            n += 1;
+        }
+    });
+    n
+}
+
+/// True when every access node of `data` in the program lies inside `body`, so each iteration
+/// of the map owning `body` has its own copy (the C backend declares it there).
+pub fn private_to_body(p: &Program, body: &Graph, data: &str) -> bool {
+    access_count(&p.graph, data) == access_count(body, data)
 }
 
 fn collect(
     g: &Graph,
     inner: &[&MapParam],
     data: &BTreeMap<String, DataDesc>,
+    include: &dyn Fn(&str, &DataDesc) -> bool,
     out: &mut Vec<BodyAccess>,
 ) {
     for idx in g.ordered() {
@@ -40,7 +74,7 @@ fn collect(
             NodeKind::Map(m) => {
                 let mut params = inner.to_vec();
                 params.extend(m.params.iter());
-                collect(&m.body, &params, data, out);
+                collect(&m.body, &params, data, include, out);
             }
             NodeKind::Tasklet(_) => {
                 let edges = g
@@ -52,7 +86,7 @@ fn collect(
                     let Some(desc) = data.get(&e.memlet.data) else {
                         continue;
                     };
-                    if desc.storage != Storage::Global {
+                    if !include(&e.memlet.data, desc) {
                         continue;
                     }
                     out.push(BodyAccess {
@@ -161,9 +195,10 @@ pub fn provably_nonneg(e: &SymExpr, depth: u8) -> bool {
     false
 }
 
-/// Why running a map's iterations in parallel would be wrong, if it would.
-pub fn parallel_conflict(map: &MapNode, data: &BTreeMap<String, DataDesc>) -> Option<String> {
-    let accesses = body_accesses(map, data);
+/// Why running the iterations of `map` (a map of `p`, or one with the same body) in parallel
+/// would be wrong, if it would.
+pub fn parallel_conflict(map: &MapNode, p: &Program) -> Option<String> {
+    let accesses = shared_accesses(map, p);
     for a in accesses.iter().filter(|a| a.write) {
         // Conflicting subsets of the same container written or read elsewhere in the body.
         for b in accesses
@@ -285,7 +320,9 @@ mod tests {
             schedule: crate::ir::Schedule::Sequential,
             body,
         };
-        let why = parallel_conflict(&map, &data).expect("conflict");
+        let mut p = Program::new("conflict");
+        p.data = data;
+        let why = parallel_conflict(&map, &p).expect("conflict");
         assert!(why.contains("differ only in `k`"), "{why}");
     }
 }

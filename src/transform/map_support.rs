@@ -78,19 +78,4 @@ pub(crate) fn first_nested_map(body: &Graph) -> Option<crate::ir::NodeId> {
         .map(|n| n.id)
 }
 
-/// Number of access nodes of `data` in `g` and its nested scopes.
-pub(crate) fn access_count(g: &Graph, data: &str) -> usize {
-    let mut n = 0;
-    g.walk(&mut |node| {
-        if matches!(&node.kind, NodeKind::Access(d) if d == data) {
-            n += 1;
-        }
-    });
-    n
-}
-
-/// True when every access node of `data` in the program lies inside `body`, so each iteration
-/// of the map owning `body` has its own copy (the C backend declares it there).
-pub(crate) fn private_to_body(p: &crate::ir::Program, body: &Graph, data: &str) -> bool {
-    access_count(&p.graph, data) == access_count(body, data)
-}
+pub(crate) use crate::check::race::{access_count, private_to_body};

@@ -47,7 +47,7 @@ impl Transformation for Parallelize {
         if contains_parallel(&map.body) {
             return Err(refuse(self, id, "its body already contains a parallel map"));
         }
-        if let Some(why) = parallel_conflict(map, &p.data) {
+        if let Some(why) = parallel_conflict(map, p) {
             return Err(refuse(self, id, why));
         }
         Ok(())

@@ -89,7 +89,7 @@ impl Transformation for Vectorize {
             schedule: Schedule::Sequential,
             body: map.body.clone(),
         };
-        if let Some(why) = parallel_conflict(&lanes_only, &p.data) {
+        if let Some(why) = parallel_conflict(&lanes_only, p) {
             return Err(refuse(self, id, format!("lanes conflict: {why}")));
         }
         Ok(())

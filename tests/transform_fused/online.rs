@@ -108,6 +108,20 @@ fn online_softmax_reads_each_row_twice_and_survives_large_inputs() {
     let compiled = compiled_agrees_on(&p, &inputs);
     assert!(compiled["y0"].to_f64_vec().iter().all(|v| v.is_finite()));
     compiled_matches_interpreter(&p);
+    // The merged pass carries the running max and sum from one element to the next: running
+    // its iterations in parallel would race on them, and Parallelize must say so (the
+    // interpreter runs maps in order, so numerics alone would not catch it).
+    let why = refused(
+        &mut p,
+        "Parallelize",
+        &[full[0].0],
+        &Params::new(),
+        full[0].0,
+    );
+    assert!(
+        why.contains("same body") || why.contains("write the same elements"),
+        "{why}"
+    );
 }
 
 #[test]
