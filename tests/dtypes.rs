@@ -186,6 +186,41 @@ fn cases() -> Vec<Case> {
                 t(F16, &[1.5, -1.5, -0.25]),
             )
         },
+        // 8-bit max pooling: padding (the -inf start) saturates to the type's minimum.
+        Case {
+            attrs: vec![
+                ("kernel_shape", AttrValue::Ints(vec![3])),
+                ("pads", AttrValue::Ints(vec![1, 1])),
+            ],
+            ..case(
+                "MaxPool",
+                vec![Tensor::from_f64(U8, vec![1, 1, 4], &[0.0, 3.0, 250.0, 1.0])],
+                Tensor::from_f64(U8, vec![1, 1, 4], &[3.0, 250.0, 250.0, 250.0]),
+            )
+        },
+        Case {
+            attrs: vec![
+                ("kernel_shape", AttrValue::Ints(vec![2])),
+                ("strides", AttrValue::Ints(vec![2])),
+            ],
+            ..case(
+                "MaxPool",
+                vec![Tensor::from_f64(
+                    I8,
+                    vec![1, 1, 4],
+                    &[-100.0, -7.0, -128.0, -3.0],
+                )],
+                Tensor::from_f64(I8, vec![1, 1, 2], &[-7.0, -3.0]),
+            )
+        },
+        Case {
+            attrs: vec![("keepdims", AttrValue::Int(0))],
+            ..case(
+                "ReduceMax",
+                vec![t(I8, &[-100.0, -7.0, -128.0])],
+                Tensor::from_f64(I8, vec![], &[-7.0]),
+            )
+        },
         // 4-bit integers clip and round half to even.
         cast(
             t(F32, &[9.0, 2.5, -8.6, 3.5]),
@@ -203,6 +238,10 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+fn dims(t: &Tensor) -> Vec<i64> {
+    t.shape.iter().map(|&d| d as i64).collect()
+}
+
 /// The model: every case's inputs are graph inputs, except 4-bit and float8 ones, which are
 /// initializers (exercising the packed `raw_data` path).
 fn model(cases: &[Case]) -> (ModelBuilder, BTreeMap<String, Tensor>) {
@@ -215,7 +254,7 @@ fn model(cases: &[Case]) -> (ModelBuilder, BTreeMap<String, Tensor>) {
             if matches!(x.dtype(), DType::I4 | DType::U4) {
                 m = m.initializer_tensor(&name, x);
             } else {
-                m = m.input_typed(&name, x.dtype(), [x.len() as i64]);
+                m = m.input_typed(&name, x.dtype(), dims(x));
                 feed.insert(name.clone(), x.clone());
             }
             names.push(name);
@@ -226,7 +265,7 @@ fn model(cases: &[Case]) -> (ModelBuilder, BTreeMap<String, Tensor>) {
         m = m.node(c.op, &inputs, &[&out], attrs).output_typed(
             &out,
             c.expected.dtype(),
-            [c.expected.len() as i64],
+            dims(&c.expected),
         );
     }
     (m, feed)

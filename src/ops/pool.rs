@@ -64,6 +64,18 @@ fn flag(op: &str, node: &LibraryNode, name: &str) -> Result<bool, OpError> {
     }
 }
 
+/// Input X of a max pooling: a float tensor, or since opset 12 an 8-bit integer one (padding and
+/// the reduction then start from the type's minimum, see `Pool::identity`).
+fn max_pool_input<'a>(
+    op: &str,
+    inputs: &'a [Option<TensorType>],
+) -> Result<&'a TensorType, OpError> {
+    match inputs.first().and_then(Option::as_ref) {
+        Some(t) if matches!(t.dtype, DType::I8 | DType::U8) => Ok(t),
+        _ => float_input(op, inputs, 0, "input X"),
+    }
+}
+
 impl Pool {
     /// The window over input shape `x` (validated).
     fn window(&self, node: &LibraryNode, x: &[SymExpr]) -> Result<Window, OpError> {
@@ -127,10 +139,11 @@ impl Pool {
         !self.global && self.reduce == Reduce::Max
     }
 
-    /// The value a padded position contributes, which is also the reduction's identity.
-    fn identity(&self) -> f64 {
+    /// The value a padded position contributes, which is also the reduction's identity: for an
+    /// integer max the type's minimum (integer stores wrap, so `-inf` would not survive them).
+    fn identity(&self, dtype: DType) -> f64 {
         match self.reduce {
-            Reduce::Max => f64::NEG_INFINITY,
+            Reduce::Max => dtype.int_range().map_or(f64::NEG_INFINITY, |(lo, _)| lo),
             Reduce::Average => 0.0,
         }
     }
@@ -162,7 +175,10 @@ impl Operator for Pool {
         inputs: &[Option<TensorType>],
         _consts: &[Option<&Tensor>],
     ) -> Result<Vec<TensorType>, OpError> {
-        let x = float_input(self.name, inputs, 0, "input X")?;
+        let x = match self.reduce {
+            Reduce::Max => max_pool_input(self.name, inputs)?,
+            Reduce::Average => float_input(self.name, inputs, 0, "input X")?,
+        };
         let window = self.window(node, &x.shape)?;
         self.include_pad(node)?;
         let y = TensorType::new(x.dtype, self.output_shape(&x.shape, &window));
@@ -190,7 +206,7 @@ impl Operator for Pool {
         for n in 0..x.shape[0] {
             for c in 0..x.shape[1] {
                 for o in multi_indices(&out_spatial) {
-                    let mut acc = self.identity();
+                    let mut acc = self.identity(x.dtype());
                     let mut count = 0usize;
                     let mut first_max = None;
                     for k in multi_indices(&kernel) {
@@ -269,7 +285,7 @@ impl Operator for Pool {
                         &target,
                         Subset::element(idx.clone()),
                         None,
-                        TExpr::Const(self.identity()),
+                        TExpr::Const(self.identity(xd.dtype)),
                     )],
                 );
             },
@@ -293,7 +309,11 @@ impl Operator for Pool {
         let x_idx = nc.clone().into_iter().chain(x_spatial);
         let t_idx = nc.into_iter().chain(outs);
         let value = match inside {
-            Some(cond) => TExpr::select(cond, TExpr::input("x"), TExpr::Const(self.identity())),
+            Some(cond) => TExpr::select(
+                cond,
+                TExpr::input("x"),
+                TExpr::Const(self.identity(xd.dtype)),
+            ),
             None => TExpr::input("x"),
         };
         let params_ref = red_params
