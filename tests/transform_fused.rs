@@ -9,6 +9,8 @@ mod layout;
 mod online;
 #[path = "transform_fused/reduction.rs"]
 mod reduction;
+#[path = "transform_fused/welford.rs"]
+mod welford;
 
 use dmove::check::single_op_program;
 use dmove::ir::{Attr, DType, NodeId, NodeKind, Program, SymExpr};

@@ -41,6 +41,7 @@ mod transpose_cancel;
 mod transpose_folding;
 mod unroll;
 mod vectorize;
+mod welford;
 
 pub use batchnorm_into_conv::BatchNormIntoConv;
 pub use buffer_reuse::{plan_buffers, BufferReuse};

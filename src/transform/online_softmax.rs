@@ -27,9 +27,13 @@
 //! value `v` into register `m` with `max`, and a later pass over the same inner parameters
 //! reducing `exp(v − m)` into register `s` with `+` (`v` compared by the data and subsets it
 //! reads, not by connector names).
+//!
+//! The pass-matching helpers here (a pass's single reduction, expressions compared by the data
+//! they read, carrying a register through a merged tasklet) are shared with [`super::welford`].
 
 use crate::ir::{
-    BinOp, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Schedule, Subset, TExpr, UnOp, Wcr,
+    BinOp, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Schedule, Subset, TExpr, Tasklet, UnOp,
+    Wcr,
 };
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,14 +51,14 @@ pub(crate) struct Merge {
 
 /// The single tasklet of a body writing one output: its index, output connector, expression and
 /// the write's memlet.
-struct Reduction<'g> {
-    idx: NodeIndex,
-    conn: String,
-    expr: &'g TExpr,
-    write: &'g Memlet,
+pub(super) struct Reduction<'g> {
+    pub(super) idx: NodeIndex,
+    pub(super) conn: String,
+    pub(super) expr: &'g TExpr,
+    pub(super) write: &'g Memlet,
 }
 
-fn reduction(body: &Graph) -> Option<Reduction<'_>> {
+pub(super) fn reduction(body: &Graph) -> Option<Reduction<'_>> {
     let tasklets: Vec<NodeIndex> = body
         .ordered()
         .into_iter()
@@ -83,7 +87,7 @@ fn reduction(body: &Graph) -> Option<Reduction<'_>> {
 
 /// `expr` with every input connector replaced by the data and subset it reads, so expressions
 /// of two tasklets can be compared.
-fn canonical(body: &Graph, tasklet: NodeIndex, expr: &TExpr) -> TExpr {
+pub(super) fn canonical(body: &Graph, tasklet: NodeIndex, expr: &TExpr) -> TExpr {
     let reads: BTreeMap<String, String> = body
         .in_edges(tasklet)
         .iter()
@@ -98,15 +102,21 @@ fn canonical(body: &Graph, tasklet: NodeIndex, expr: &TExpr) -> TExpr {
     })
 }
 
-/// The connector of `tasklet` reading `data`, if one does.
-fn reader_of(body: &Graph, tasklet: NodeIndex, data: &str) -> Option<String> {
+/// The memlet through which `tasklet` reads `data`, if one does.
+pub(super) fn read_of(body: &Graph, tasklet: NodeIndex, data: &str) -> Option<Memlet> {
     body.in_edges(tasklet)
         .iter()
         .find(|e| e.memlet.data == data)
-        .and_then(|e| e.memlet.dst_conn.clone())
+        .map(|e| e.memlet.clone())
 }
 
-fn touches(m: &MapNode, data: &str) -> bool {
+/// The connector of `tasklet` reading `data`, if one does.
+fn reader_of(body: &Graph, tasklet: NodeIndex, data: &str) -> Option<String> {
+    read_of(body, tasklet, data).and_then(|m| m.dst_conn)
+}
+
+/// Whether pass `m` reads or writes `data`.
+pub(super) fn touches(m: &MapNode, data: &str) -> bool {
     super::map_support::access_count(&m.body, data) > 0
 }
 
@@ -212,14 +222,7 @@ pub(crate) fn merge(passes: &mut Vec<Pass>, found: &Merge, fresh_id: &mut dyn Fn
     let NodeKind::Tasklet(t) = &mut body.node_mut(idx).kind else {
         return;
     };
-    let fresh = |base: &str| {
-        let taken = |c: &String| t.inputs.contains(c) || t.outputs.iter().any(|(o, _)| o == c);
-        (0..)
-            .map(|k| format!("{base}{k}"))
-            .find(|c| !taken(c))
-            .unwrap_or_default()
-    };
-    let (s_in, m_out) = (fresh("s_prev"), fresh("m_next"));
+    let (s_in, m_out) = (fresh_conn(t, "s_prev"), fresh_conn(t, "m_next"));
     let new_max = TExpr::binary(BinOp::Max, TExpr::input(&mc), a.clone());
     let exp_minus =
         |x: TExpr| TExpr::unary(UnOp::Exp, TExpr::binary(BinOp::Sub, x, new_max.clone()));
@@ -231,6 +234,30 @@ pub(crate) fn merge(passes: &mut Vec<Pass>, found: &Merge, fresh_id: &mut dyn Fn
     let new_sum = TExpr::binary(BinOp::Add, rescaled, exp_minus(a));
     t.inputs.push(s_in.clone());
     t.outputs = vec![(s_out, new_sum), (m_out.clone(), new_max)];
+    let read = Memlet::new(found.s.as_str(), Subset::default()).to_conn(s_in);
+    let write = Memlet::new(found.m.as_str(), Subset::default()).from_conn(m_out);
+    carry(body, idx, read, write, fresh_id);
+    passes.remove(found.max);
+}
+
+/// A connector name `base0`, `base1`, … that tasklet `t` does not use yet.
+pub(super) fn fresh_conn(t: &Tasklet, base: &str) -> String {
+    let taken = |c: &String| t.inputs.contains(c) || t.outputs.iter().any(|(o, _)| o == c);
+    (0..)
+        .map(|k| format!("{base}{k}"))
+        .find(|c| !taken(c))
+        .unwrap_or_default()
+}
+
+/// Wires the carried state of a merged pass's tasklet `idx`: `read` (to a connector) into it and
+/// `write` (from a connector) out of it, each through a new access node.
+pub(super) fn carry(
+    body: &mut Graph,
+    idx: NodeIndex,
+    read: Memlet,
+    write: Memlet,
+    fresh_id: &mut dyn FnMut() -> NodeId,
+) {
     let mut access = |body: &mut Graph, data: &str| {
         body.add_node(Node {
             id: fresh_id(),
@@ -238,17 +265,8 @@ pub(crate) fn merge(passes: &mut Vec<Pass>, found: &Merge, fresh_id: &mut dyn Fn
             kind: NodeKind::Access(data.to_string()),
         })
     };
-    let s_node = access(body, &found.s);
-    body.add_edge(
-        s_node,
-        idx,
-        Memlet::new(found.s.as_str(), Subset::default()).to_conn(s_in),
-    );
-    let m_node = access(body, &found.m);
-    body.add_edge(
-        idx,
-        m_node,
-        Memlet::new(found.m.as_str(), Subset::default()).from_conn(m_out),
-    );
-    passes.remove(found.max);
+    let r_node = access(body, &read.data);
+    body.add_edge(r_node, idx, read);
+    let w_node = access(body, &write.data);
+    body.add_edge(idx, w_node, write);
 }

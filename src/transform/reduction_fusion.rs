@@ -24,12 +24,17 @@
 //! `mode=online` (softmax only) further merges the max pass and the sum pass into one sequential
 //! pass with the online rescaling `m' = max(m, x)`, `s' = s·exp(m − m') + exp(x − m')`: two
 //! passes over a row in all (see [`super::online_softmax`]).
+//!
+//! `mode=welford` (layer normalization) merges the mean pass and the variance pass into one
+//! sequential pass with Welford's update of the running mean and sum of squared deviations: two
+//! passes over a row in all, without the cancellation of sum-of-squares (see [`super::welford`]).
 
 use super::map_fusion::uses;
-use super::online_softmax::{find, merge, Merge, Pass};
+use super::online_softmax::{self, Pass};
 use super::row_passes::{inner_params, plan, row_renaming, RowPlan, MAX_PASSES};
 use super::{
-    expect_map, refuse, Level, NotApplicable, ParamSpec, ParamValue, Params, Transformation,
+    expect_map, refuse, welford, Level, NotApplicable, ParamSpec, ParamValue, Params,
+    Transformation,
 };
 use crate::ir::rewrite::substitute_symbols;
 use crate::ir::{
@@ -42,30 +47,70 @@ pub struct ReductionFusion;
 
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "mode",
-    kind: "passes|online",
-    doc: "passes (default): every pass per row; online: softmax's max and sum passes as one pass with online rescaling",
+    kind: "passes|online|welford",
+    doc: "passes (default): every pass per row; online: softmax's max and sum passes as one pass with online rescaling; welford: layer normalization's mean and variance passes as one pass with Welford's update",
 }];
 
-/// Whether the online mode is asked for.
-fn online(params: &Params) -> Result<bool, String> {
-    match params.get("mode") {
-        None => Ok(false),
-        Some(ParamValue::Str(s)) if s == "passes" => Ok(false),
-        Some(ParamValue::Str(s)) if s == "online" => Ok(true),
-        Some(other) => Err(format!(
-            "parameter `mode` must be `passes` or `online`, not `{other}`"
-        )),
+/// Which statistics passes, if any, merge into one sequential pass.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Passes,
+    Online,
+    Welford,
+}
+
+/// The passes a merging mode found.
+enum Found {
+    Online(online_softmax::Merge),
+    Welford(welford::Merge),
+}
+
+impl Mode {
+    fn of(params: &Params) -> Result<Mode, String> {
+        match params.get("mode") {
+            None => Ok(Mode::Passes),
+            Some(ParamValue::Str(s)) if s == "passes" => Ok(Mode::Passes),
+            Some(ParamValue::Str(s)) if s == "online" => Ok(Mode::Online),
+            Some(ParamValue::Str(s)) if s == "welford" => Ok(Mode::Welford),
+            Some(other) => Err(format!(
+                "parameter `mode` must be `passes`, `online` or `welford`, not `{other}`"
+            )),
+        }
+    }
+
+    /// The passes to merge among `passes` (`None` for `mode=passes`); on failure, the pass to
+    /// blame (or `None`) and why.
+    fn find(
+        self,
+        passes: &[Pass],
+        registers: &BTreeSet<String>,
+    ) -> Result<Option<Found>, (Option<NodeId>, String)> {
+        Ok(match self {
+            Mode::Passes => None,
+            Mode::Online => Some(Found::Online(online_softmax::find(passes, registers)?)),
+            Mode::Welford => Some(Found::Welford(welford::find(passes, registers)?)),
+        })
     }
 }
 
-/// For the online mode, the passes that merge, found on the passes as they will be fused
+impl Found {
+    fn merge(&self, passes: &mut Vec<Pass>, fresh_id: &mut dyn FnMut() -> NodeId) {
+        match self {
+            Found::Online(m) => online_softmax::merge(passes, m, fresh_id),
+            Found::Welford(m) => welford::merge(passes, m, fresh_id),
+        }
+    }
+}
+
+/// For a merging mode, checks that its passes are found on the passes as they will be fused
 /// (statistics standing for their registers).
-fn online_merge(
+fn check_merge(
     t: &ReductionFusion,
     p: &Program,
     site: &[NodeId],
     plan: &RowPlan,
-) -> Result<Merge, NotApplicable> {
+    mode: Mode,
+) -> Result<(), NotApplicable> {
     let same: BTreeMap<String, String> = plan
         .scalars
         .iter()
@@ -79,7 +124,9 @@ fn online_merge(
             Ok((id, label, inner_pass(m, plan, &same)))
         })
         .collect::<Result<_, NotApplicable>>()?;
-    find(&passes, &plan.scalars).map_err(|(at, why)| refuse(t, at.unwrap_or(site[0]), why))
+    mode.find(&passes, &plan.scalars)
+        .map(|_| ())
+        .map_err(|(at, why)| refuse(t, at.unwrap_or(site[0]), why))
 }
 
 impl Transformation for ReductionFusion {
@@ -107,10 +154,10 @@ impl Transformation for ReductionFusion {
 
     fn check(&self, p: &Program, site: &[NodeId], params: &Params) -> Result<(), NotApplicable> {
         let first = site.first().copied().unwrap_or(NodeId(0));
-        let online = online(params).map_err(|r| refuse(self, first, r))?;
+        let mode = Mode::of(params).map_err(|r| refuse(self, first, r))?;
         let plan = plan(self, p, site)?;
-        if online {
-            online_merge(self, p, site, &plan)?;
+        if mode != Mode::Passes {
+            check_merge(self, p, site, &plan, mode)?;
         }
         Ok(())
     }
@@ -123,7 +170,7 @@ impl Transformation for ReductionFusion {
     ) -> Result<Vec<NodeId>, NotApplicable> {
         let plan = plan(self, p, site)?;
         let first = site[0];
-        let online = online(params).map_err(|r| refuse(self, first, r))?;
+        let mode = Mode::of(params).map_err(|r| refuse(self, first, r))?;
         let registers = declare_registers(p, &plan);
         let mut edit = p
             .edit(first)
@@ -150,11 +197,12 @@ impl Transformation for ReductionFusion {
             .into_iter()
             .map(|(id, label, m)| (id, label, inner_pass(m, &plan, &registers)))
             .collect();
-        if online {
-            let held: BTreeSet<String> = registers.values().cloned().collect();
-            let found =
-                find(&inner, &held).map_err(|(at, why)| refuse(self, at.unwrap_or(first), why))?;
-            merge(&mut inner, &found, &mut || edit.fresh_id());
+        let held: BTreeSet<String> = registers.values().cloned().collect();
+        let found = mode
+            .find(&inner, &held)
+            .map_err(|(at, why)| refuse(self, at.unwrap_or(first), why))?;
+        if let Some(found) = found {
+            found.merge(&mut inner, &mut || edit.fresh_id());
         }
         let mut placed = Vec::new();
         let mut body = {

@@ -11,12 +11,12 @@ use dmove::transform::{lookup, ParamValue, Params};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-fn mode(m: &str) -> Params {
+pub(crate) fn mode(m: &str) -> Params {
     Params::from([("mode".to_string(), ParamValue::Str(m.into()))])
 }
 
 /// The passes of the fused map over rows: (id, inner iterations per row, schedule).
-fn row_passes(p: &Program) -> Vec<(NodeId, i64, Schedule)> {
+pub(crate) fn row_passes(p: &Program) -> Vec<(NodeId, i64, Schedule)> {
     let maps = top_maps(p);
     assert_eq!(maps.len(), 1, "one map over the rows");
     let NodeKind::Map(outer) = &p.node(maps[0].0).expect("exists").kind else {
@@ -64,7 +64,10 @@ fn by_hand(x: &[f32], n: usize, log: bool) -> Vec<f64> {
 }
 
 /// Runs the compiled program on `inputs` and compares with the interpreter.
-fn compiled_agrees_on(p: &Program, inputs: &BTreeMap<String, Tensor>) -> BTreeMap<String, Tensor> {
+pub(crate) fn compiled_agrees_on(
+    p: &Program,
+    inputs: &BTreeMap<String, Tensor>,
+) -> BTreeMap<String, Tensor> {
     let mut config = BuildConfig::from_env();
     config.cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("codegen-cache");
     let got = Compiled::build_with(p, &config)
@@ -159,6 +162,6 @@ fn online_mode_refuses_passes_without_a_max_and_bad_modes() {
     let why = refused(&mut p, "ReductionFusion", &site, &mode("fast"), site[0]);
     assert_eq!(
         why,
-        "parameter `mode` must be `passes` or `online`, not `fast`"
+        "parameter `mode` must be `passes`, `online` or `welford`, not `fast`"
     );
 }
