@@ -114,13 +114,12 @@ fn online_softmax_reads_each_row_twice_and_survives_large_inputs() {
     // The merged pass carries the running max and sum from one element to the next: running
     // its iterations in parallel would race on them, and Parallelize must say so (the
     // interpreter runs maps in order, so numerics alone would not catch it).
-    let why = refused(
-        &mut p,
-        "Parallelize",
-        &[full[0].0],
-        &Params::new(),
-        full[0].0,
-    );
+    assert_parallelize_refused(&mut p, full[0].0);
+}
+
+/// Parallelize refuses map `id` because its iterations carry state (a race on shared registers).
+pub(crate) fn assert_parallelize_refused(p: &mut Program, id: NodeId) {
+    let why = refused(p, "Parallelize", &[id], &Params::new(), id);
     assert!(
         why.contains("same body") || why.contains("write the same elements"),
         "{why}"

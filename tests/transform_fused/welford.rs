@@ -1,12 +1,12 @@
 //! ReductionFusion's welford mode: layer normalization's mean and variance passes merged into
 //! one pass with Welford's update.
 
-use crate::online::{compiled_agrees_on, mode, row_passes};
+use crate::online::{assert_parallelize_refused, compiled_agrees_on, mode, row_passes};
 use crate::{apply_checked, compiled_matches_interpreter, expanded, refused, run, values};
 use dmove::check::same_outputs;
 use dmove::ir::{Attr, DType, DataKind, Program, Schedule, Tensor};
 use dmove::numerics::compare;
-use dmove::transform::{lookup, Params};
+use dmove::transform::lookup;
 use std::collections::BTreeMap;
 
 const EPSILON: f64 = 1e-5;
@@ -137,17 +137,7 @@ fn welford_layer_norm_reads_each_row_twice_and_keeps_digits_far_from_zero() {
 
     // Welford's pass carries the running mean and variance from one element to the next:
     // running its iterations in parallel would race on them.
-    let why = refused(
-        &mut p,
-        "Parallelize",
-        &[full[0].0],
-        &Params::new(),
-        full[0].0,
-    );
-    assert!(
-        why.contains("same body") || why.contains("write the same elements"),
-        "{why}"
-    );
+    assert_parallelize_refused(&mut p, full[0].0);
 }
 
 #[test]
