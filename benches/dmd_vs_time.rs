@@ -14,7 +14,7 @@ use dmove::codegen::Compiled;
 use dmove::ir::{NodeKind, Program};
 use dmove::ops::expand::expand_all;
 use dmove::transform::engine::{apply, Checks};
-use dmove::transform::MapTiling;
+use dmove::transform::find;
 use std::path::Path;
 
 const SIZES: [i64; 6] = [4, 8, 16, 32, 64, 128];
@@ -85,7 +85,14 @@ fn main() {
     let mut times = Vec::new();
     for params in &candidates {
         let mut q = p.clone();
-        apply(&mut q, &MapTiling, &[acc], params, &checks).expect("applies");
+        apply(
+            &mut q,
+            find("MapTiling").expect("built in"),
+            &[acc],
+            params,
+            &checks,
+        )
+        .expect("applies");
         let c = Compiled::build(&q).expect("compiles");
         let samples = c.bench(&inputs, 1, 7).expect("runs");
         times.push(Stats::from_samples(&samples).expect("samples").median_ms);

@@ -125,7 +125,7 @@ fn bad_inputs_fail_cleanly_with_a_reason() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("no transformation named `NoSuchThing`"),
+        stderr(&o).contains("no transformation is named `NoSuchThing`"),
         "{}",
         stderr(&o)
     );

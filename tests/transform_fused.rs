@@ -19,7 +19,9 @@ use dmove::ops::TensorType;
 
 #[path = "steps/mod.rs"]
 mod steps;
-pub use steps::{apply_checked, assert_values, compiled_matches_interpreter, refused, run, values};
+pub use steps::{
+    apply_checked, assert_values, compiled_matches_interpreter, refused, rejected, run, values,
+};
 
 /// The expansion of one operator applied to f32 inputs of the given shapes.
 pub fn expanded(op: &str, attrs: &[(&str, Attr)], shapes: &[&[i64]]) -> Program {

@@ -17,7 +17,9 @@ use dmove::transform::{ParamValue, Params};
 
 #[path = "steps/mod.rs"]
 mod steps;
-pub use steps::{apply_checked, assert_values, compiled_matches_interpreter, refused, run, values};
+pub use steps::{
+    apply_checked, assert_values, compiled_matches_interpreter, refused, rejected, run, values,
+};
 
 /// The id of the map labelled `label` (the last one in walk order).
 pub fn map_id(p: &Program, label: &str) -> NodeId {

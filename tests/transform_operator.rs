@@ -15,7 +15,7 @@ mod simplify;
 use dmove::check::{random_inputs, same_outputs};
 use dmove::ir::{NodeId, NodeKind, Program, Tensor};
 use dmove::onnx::{import, ImportOptions, ModelBuilder};
-use dmove::transform::engine::{apply, Checks, Refusal, Step};
+use dmove::transform::engine::{apply, Checks, Layer, Refusal, Step};
 use dmove::transform::{lookup, NotApplicable, ParamValue, Params};
 use std::collections::BTreeMap;
 
@@ -74,11 +74,7 @@ pub fn applied(p: &mut Program, name: &str, site: &[NodeId], params: &Params) ->
     let t = lookup(name).expect("registered");
     let step = apply(p, t, site, params, &Checks::default())
         .unwrap_or_else(|e| panic!("{name} at {site:?} refused: {e}"));
-    assert!(
-        step.checks.contains(&"numerics".to_string()),
-        "{:?}",
-        step.checks
-    );
+    assert!(step.passed(Layer::Numerics).is_some(), "{:?}", step.checks);
     step
 }
 
@@ -99,6 +95,21 @@ pub fn refused(p: &mut Program, name: &str, site: &[NodeId], params: &Params) ->
         }
         other => panic!("expected a precondition refusal, got {other}"),
     }
+}
+
+/// Applies `name` at `site`, expects the engine to reject the call itself (a site that does not
+/// fit the roles, or parameters that do not fit the declarations) before the transformation
+/// runs, and returns the message.
+pub fn rejected(p: &mut Program, name: &str, site: &[NodeId], ps: &Params) -> String {
+    let before = p.clone();
+    let t = lookup(name).unwrap_or_else(|| panic!("{name} is registered"));
+    let err = apply(p, t, site, ps, &Checks::default()).expect_err("rejected");
+    assert_eq!(*p, before, "a rejected call leaves the program unchanged");
+    assert!(
+        matches!(err, Refusal::Params(_) | Refusal::Site(_)),
+        "expected the engine to reject the call, got {err}"
+    );
+    err.to_string()
 }
 
 /// Asserts that `refusal` names `node` and gives a reason containing `text`.

@@ -7,143 +7,35 @@
 //! the independent comparison here checks the transformations themselves, not just the engine.
 //! Along the way, an incremental [`Matcher`] updated from each step's change must agree with a
 //! full enumeration.
+//!
+//! Second property: no transformation panics on *any* site (empty, stale, wrong-kind, too long)
+//! or parameters (unknown keys, wrong types, out of domain), with legality lowered half the
+//! time; each call is applied or refused, and a refusal leaves the program unchanged. Each case
+//! makes [`CALLS`] calls, so `.ci/run`'s 1000 cases make 10,000.
 //! `DMOVE_PROPTEST_CASES=2000 cargo test --test transform_props` runs many more cases.
 
 mod common;
 
-use common::declare;
+use common::random::{op, program};
 use dmove::check::{random_inputs, same_outputs};
-use dmove::ir::build::{In, Out, ScopeBuilder};
 use dmove::ir::text::print_exact;
 use dmove::ir::validate::validate;
-use dmove::ir::{
-    BinOp, DataKind, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr, UnOp, Wcr,
-};
+use dmove::ir::{NodeId, NodeKind, Program};
 use dmove::pattern::library::builtin;
 use dmove::pattern::{find_all, Matcher};
 use dmove::transform::engine::{Checks, Engine, Layer};
-use dmove::transform::{all, ParamSpec, ParamValue, Params};
+use dmove::transform::{all, ParamDecl, ParamKind, ParamValue, Params};
 use proptest::prelude::{any, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy};
 
-/// One value of the random program, computed from earlier values (by index, taken modulo).
-#[derive(Clone, Debug)]
-enum Op {
-    Unary(UnOp, usize),
-    Binary(BinOp, usize, usize),
-    /// `V[i, j] = Σ_k A[i, k] · W[k, j]` with a c×c input `W`.
-    Reduce(usize),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    let unary = [UnOp::Tanh, UnOp::Neg, UnOp::Abs, UnOp::Sigmoid];
-    let binary = [BinOp::Add, BinOp::Mul, BinOp::Sub, BinOp::Max];
-    (0..3u8, 0..4usize, any::<usize>(), any::<usize>()).prop_map(move |(k, f, a, b)| match k {
-        0 => Op::Unary(unary[f], a),
-        1 => Op::Binary(binary[f], a, b),
-        _ => Op::Reduce(a),
-    })
-}
-
-fn ij() -> Subset {
-    Subset::element([SymExpr::sym("i"), SymExpr::sym("j")])
-}
-
-/// Builds the program: value 0 is the input `X` (r×c), value `n` is `V{n}`; values nobody reads
-/// are outputs, the rest transients.
-fn program(r: i64, c: i64, ops: &[Op]) -> Program {
-    let mut p = Program::new("random");
-    let mut args: Vec<Vec<usize>> = Vec::new();
-    for (n, op) in ops.iter().enumerate() {
-        let live = n + 1;
-        args.push(match op {
-            Op::Unary(_, a) | Op::Reduce(a) => vec![a % live],
-            Op::Binary(_, a, b) => vec![a % live, b % live],
-        });
-    }
-    let name = |v: usize| {
-        if v == 0 {
-            "X".to_string()
-        } else {
-            format!("V{v}")
-        }
-    };
-    declare(&mut p, "X", &[r, c], DataKind::Input);
-    if ops.iter().any(|o| matches!(o, Op::Reduce(_))) {
-        declare(&mut p, "W", &[c, c], DataKind::Input);
-    }
-    for v in 1..=ops.len() {
-        let read = args.iter().any(|a| a.contains(&v));
-        let kind = if read {
-            DataKind::Transient
-        } else {
-            DataKind::Output
-        };
-        declare(&mut p, &name(v), &[r, c], kind);
-    }
-    p.build(|b| {
-        for (n, (op, a)) in ops.iter().zip(&args).enumerate() {
-            let out = name(n + 1);
-            let ins: Vec<String> = a.iter().map(|&v| name(v)).collect();
-            emit(b, op, &ins, &out, r, c);
-        }
-    });
-    p
-}
-
-fn emit(b: &mut ScopeBuilder, op: &Op, ins: &[String], out: &str, r: i64, c: i64) {
-    let space = || vec![("i", Range::upto(r)), ("j", Range::upto(c))];
-    let x = || TExpr::input("x");
-    match op {
-        Op::Unary(f, _) => {
-            b.map("unary", space(), Schedule::Sequential, |b| {
-                let value = TExpr::unary(*f, x());
-                b.tasklet(
-                    "f",
-                    vec![In("x", &ins[0], ij())],
-                    vec![Out("y", out, ij(), None, value)],
-                );
-            });
-        }
-        Op::Binary(f, _, _) => {
-            b.map("binary", space(), Schedule::Sequential, |b| {
-                let value = TExpr::binary(*f, x(), TExpr::input("z"));
-                let inputs = vec![In("x", &ins[0], ij()), In("z", &ins[1], ij())];
-                b.tasklet("f", inputs, vec![Out("y", out, ij(), None, value)]);
-            });
-        }
-        Op::Reduce(_) => {
-            b.map("init", space(), Schedule::Sequential, |b| {
-                let zero = TExpr::Const(0.0);
-                b.tasklet("zero", vec![], vec![Out("y", out, ij(), None, zero)]);
-            });
-            let mut params = space();
-            params.push(("k", Range::upto(c)));
-            b.map("reduce", params, Schedule::Sequential, |b| {
-                let (i, j, k) = (SymExpr::sym("i"), SymExpr::sym("j"), SymExpr::sym("k"));
-                let inputs = vec![
-                    In("x", &ins[0], Subset::element([i.clone(), k.clone()])),
-                    In("w", "W", Subset::element([k, j])),
-                ];
-                let value = TExpr::binary(BinOp::Mul, x(), TExpr::input("w"));
-                b.tasklet(
-                    "fma",
-                    inputs,
-                    vec![Out("y", out, ij(), Some(Wcr::Sum), value)],
-                );
-            });
-        }
-    }
-}
-
-/// A parameter value for `spec` from random seeds: small integers, and integer lists that are
+/// A parameter value for `decl` from random seeds: small integers, and integer lists that are
 /// half the time a rotation of `0..len` (a permutation, as orders need). Lists mostly have one
 /// entry per parameter of the site's map (`arity`), sometimes a random length. Named modes get
-/// one of their names.
-fn param(spec: &ParamSpec, seed: u64, arity: Option<usize>) -> Option<ParamValue> {
+/// one of their names, containers one of the program's, map parameters a position.
+fn param(decl: &ParamDecl, seed: u64, arity: Option<usize>, p: &Program) -> Option<ParamValue> {
     let small = |s: u64| (s % 5) as i64;
-    match spec.kind {
-        "int" => Some(ParamValue::Int(small(seed))),
-        "ints" => {
+    match decl.kind {
+        ParamKind::Int { .. } => Some(ParamValue::Int(small(seed))),
+        ParamKind::Ints { .. } => {
             let len = match arity {
                 Some(n) if !seed.is_multiple_of(4) => n as u64,
                 _ => 1 + (seed >> 3) % 4,
@@ -155,13 +47,19 @@ fn param(spec: &ParamSpec, seed: u64, arity: Option<usize>) -> Option<ParamValue
             };
             Some(ParamValue::Ints(values))
         }
-        // A choice among named modes (`passes|online`, `nhwc|nchw`): one of them.
-        kind if kind.contains('|') && kind.split('|').all(|w| !["str", "int"].contains(&w)) => {
-            let choices: Vec<&str> = kind.split('|').collect();
-            let pick = choices[(seed % choices.len() as u64) as usize];
+        ParamKind::Enum { values } => Some(ParamValue::Str(
+            values[(seed % values.len() as u64) as usize].to_string(),
+        )),
+        ParamKind::Bool => Some(ParamValue::Bool(seed & 1 == 0)),
+        ParamKind::Data => {
+            let names: Vec<&String> = p.data.keys().collect();
+            let pick = names.get((seed % names.len().max(1) as u64) as usize)?;
             Some(ParamValue::Str(pick.to_string()))
         }
-        _ => None,
+        ParamKind::MapParam => Some(ParamValue::Int(
+            (seed % arity.unwrap_or(1).max(1) as u64) as i64,
+        )),
+        ParamKind::Implementation => None,
     }
 }
 
@@ -206,16 +104,17 @@ proptest! {
                 _ => None,
             });
             let params: Params = t
-                .params()
+                .schema()
+                .params
                 .iter()
                 .enumerate()
-                .filter_map(|(k, spec)| {
-                    let v = param(spec, param_seed.rotate_left(13 * k as u32), arity)?;
-                    Some((spec.name.to_string(), v))
+                .filter_map(|(k, decl)| {
+                    let v = param(decl, param_seed.rotate_left(13 * k as u32), arity, &p)?;
+                    Some((decl.name.to_string(), v))
                 })
                 .collect();
             let checks = if lower {
-                Checks::default().lower(Layer::Numerics)
+                Checks::default().lower(Layer::Numerics, "checked independently by this test")
             } else {
                 Checks::default()
             };
@@ -230,6 +129,124 @@ proptest! {
                     prop_assert_eq!(matcher.matches(), find_all(&chain, &p));
                 }
                 Err(_) => prop_assert_eq!(print_exact(&p), before),
+            }
+        }
+    }
+}
+
+/// Calls per generated program in the no-panic property (`.ci/run` runs 1000 programs).
+const CALLS: usize = 10;
+
+/// A site of any shape: a real candidate, empty, random or stale ids (removed by an earlier
+/// call, or never allocated), nodes of any kind, a candidate with an extra node or reversed.
+fn any_site(t: &dyn dmove::transform::Transformation, p: &Program, seed: u64) -> Vec<NodeId> {
+    let candidates = t.candidates(p);
+    let mut nodes = Vec::new();
+    p.graph.walk(&mut |n| nodes.push(n.id));
+    let pick = |s: u64, v: &[NodeId]| v[(s % v.len().max(1) as u64) as usize % v.len().max(1)];
+    let candidate = || {
+        candidates
+            .get((seed >> 8) as usize % candidates.len().max(1))
+            .cloned()
+    };
+    match seed % 6 {
+        0 => Vec::new(),
+        1 => candidate().unwrap_or_default(),
+        2 => vec![NodeId(((seed >> 8) % (u64::from(p.next_id()) + 5)) as u32)],
+        3 => (0..1 + (seed >> 4) % 3)
+            .filter(|_| !nodes.is_empty())
+            .map(|k| pick(seed >> (8 + 5 * k), &nodes))
+            .collect(),
+        4 => {
+            let mut s = candidate().unwrap_or_default();
+            if !nodes.is_empty() {
+                s.push(pick(seed >> 20, &nodes));
+            }
+            s
+        }
+        _ => candidate()
+            .map(|s| s.into_iter().rev().collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Parameters of any shape: declared keys with values of the declared kind or of any other,
+/// sometimes an undeclared key.
+fn any_params(
+    t: &dyn dmove::transform::Transformation,
+    p: &Program,
+    seed: u64,
+    arity: Option<usize>,
+) -> Params {
+    let mut params = Params::new();
+    for (k, decl) in t.schema().params.iter().enumerate() {
+        let s = seed.rotate_left(11 * k as u32 + 3);
+        let value = match s % 7 {
+            0 => None,
+            1 => Some(ParamValue::Int((s >> 8) as i64 % 40 - 20)),
+            2 => Some(ParamValue::Ints(vec![
+                (s >> 8) as i64 % 9 - 2;
+                1 + (s >> 16) as usize % 4
+            ])),
+            3 => Some(ParamValue::Str(
+                ["i", "x", "nhwc", "X", ""][(s >> 8) as usize % 5].into(),
+            )),
+            4 => Some(ParamValue::Bool(s & 256 == 0)),
+            _ => param(decl, s >> 3, arity, p),
+        };
+        if let Some(v) = value {
+            params.insert(decl.name.to_string(), v);
+        }
+    }
+    if seed.is_multiple_of(9) {
+        params.insert("bogus".into(), ParamValue::Int(3));
+    }
+    params
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// No transformation panics on any site or parameters: every call is applied (leaving a
+    /// valid program) or refused with a reason (leaving the program byte for byte unchanged),
+    /// with the legality layer lowered half the time so that waived preconditions reach the
+    /// rewrites themselves.
+    #[test]
+    fn no_transformation_panics_on_any_site_or_parameters(
+        r in (1..4i64).prop_map(|k| 2 * k + 1),
+        c in (1..4i64).prop_map(|k| 2 * k),
+        ops in proptest::collection::vec(op(), 1..6),
+        calls in proptest::collection::vec((any::<usize>(), any::<u64>(), any::<u64>(), any::<bool>()), CALLS),
+    ) {
+        let mut p = program(r, c, &ops);
+        let transformations = all();
+        for (t_seed, site_seed, param_seed, lower_legality) in calls {
+            let t = transformations[t_seed % transformations.len()];
+            let site = any_site(t, &p, site_seed);
+            let arity = site.first().and_then(|id| match &p.node(*id)?.kind {
+                NodeKind::Map(m) => Some(m.params.len()),
+                _ => None,
+            });
+            let params = any_params(t, &p, param_seed, arity);
+            let mut checks = Checks::default().lower(Layer::Numerics, "property test: no panics");
+            if lower_legality {
+                checks = checks.lower(Layer::Legality, "property test: waived preconditions");
+            }
+            let before = print_exact(&p);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Engine::new(checks).apply(&mut p, t, &site, &params)
+            }));
+            match outcome {
+                Err(_) => prop_assert!(false, "{} panicked at {:?} with {:?}", t.name(), site, params),
+                Ok(Ok(_)) => prop_assert!(validate(&p).is_ok(), "{} left {:?}", t.name(), validate(&p)),
+                Ok(Err(refusal)) => {
+                    prop_assert!(!refusal.to_string().is_empty());
+                    prop_assert_eq!(print_exact(&p), before, "{} refused but changed the program", t.name());
+                }
             }
         }
     }

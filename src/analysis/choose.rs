@@ -47,8 +47,7 @@ pub fn choose_by_dmd(
     opts: &Options,
     checks: &Checks,
 ) -> Result<Choice, AnalysisError> {
-    let t = crate::transform::lookup(transformation)
-        .ok_or_else(|| AnalysisError::UnknownTransformation(transformation.to_string()))?;
+    let t = crate::transform::find(transformation)?;
     let mut scores = Vec::new();
     for params in candidates {
         let mut q = p.clone();

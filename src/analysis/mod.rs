@@ -126,8 +126,9 @@ pub enum AnalysisError {
     UnknownArray(String, String),
     #[error("{0}")]
     BadOption(String),
-    #[error("no transformation is called `{0}`")]
-    UnknownTransformation(String),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    UnknownTransformation(#[from] crate::transform::UnknownTransformation),
     #[error("{transformation} applies to none of the {count} candidates at {site}: {reasons}")]
     NoCandidate {
         transformation: String,

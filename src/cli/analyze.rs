@@ -1,6 +1,8 @@
 //! `dmove analyze`: data-movement reports, sweeps with leading terms, and choosing tile sizes.
 
-use super::{load_program, parse_node_id, write_output, Bindings, CliError};
+use super::{
+    load_program, output_path, parse_node_id, print_json, write_output, Bindings, CliError,
+};
 use crate::analysis::choose::{choose_by_dmd, tile_candidates};
 use crate::analysis::fit::sweep;
 use crate::analysis::kernels::Kernel;
@@ -13,20 +15,42 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// `dmove analyze`
+#[derive(Clone, Debug, clap::Args)]
 pub struct AnalyzeArgs {
+    /// An `.onnx` model or textual IR (omit with `--kernel`).
+    #[arg(value_name = "MODEL")]
     pub model: Option<PathBuf>,
+    #[command(flatten)]
     pub bindings: Bindings,
+    /// A built-in kernel instead of a model.
+    #[arg(long, value_name = "NAME", long_help = kernel_help())]
     pub kernel: Option<String>,
-    /// Kernel parameters `name=value`.
+    /// Kernel parameters, e.g. `--param n=64 --param order=kij`.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
+    /// Keep only these arrays' accesses in the trace, e.g. `--only L,R`.
+    #[arg(long, value_delimiter = ',', value_name = "ARRAY")]
     pub only: Vec<String>,
+    /// Cache-line granularity in bytes (default: element granularity).
+    #[arg(long, value_name = "BYTES")]
     pub line: Option<u64>,
+    /// SHARDS spatial sampling rate in (0, 1] for very long traces (estimates).
+    #[arg(long, value_name = "RATE")]
     pub sample: Option<f64>,
+    /// Print the report (or the sweep, or the tile choice) as JSON.
+    #[arg(long)]
     pub json: bool,
+    /// Write the miss-ratio curve and per-node DMD bars as SVG.
+    #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
-    /// `n=32..512` (doubling) or `n=32,48,64`.
+    /// Evaluate at several sizes and fit the leading term: `n=32..512` (doubling) or `n=32,48`.
+    #[arg(long, value_name = "NAME=RANGE")]
     pub sweep: Option<String>,
+    /// Choose the tile size of this map (node id, after lowering) by DMD.
+    #[arg(long, value_name = "MAP")]
     pub choose_tile: Option<String>,
+    /// Tile sizes to choose from, with `--choose-tile`, e.g. `--candidates 8,16,32,64`.
+    #[arg(long, value_delimiter = ',', value_name = "SIZE")]
     pub candidates: Vec<i64>,
 }
 
@@ -69,7 +93,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
         match (&args.model, &args.kernel) {
             (Some(path), None) => Subject::Program(load_program(path, &args.bindings)?),
             (None, Some(kernel)) => Subject::Kernel(kernel.clone(), kernel_params(&args.params)?),
-            _ => return Err(CliError::Failed(
+            _ => return Err(CliError::Usage(
                 "give either a MODEL file or `--kernel NAME` (e.g. --kernel matmul --param n=64)"
                     .into(),
             )),
@@ -81,7 +105,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
     };
     if let Some(map) = &args.choose_tile {
         let Subject::Program(p) = subject else {
-            return Err(CliError::Failed(
+            return Err(CliError::Usage(
                 "`--choose-tile` rewrites a program: give a MODEL, not a kernel".into(),
             ));
         };
@@ -109,7 +133,7 @@ fn choose_tile(
     json: bool,
 ) -> Result<(), CliError> {
     if sizes.is_empty() {
-        return Err(CliError::Failed(
+        return Err(CliError::Usage(
             "`--choose-tile MAP` needs `--candidates`, e.g. --candidates 8,16,32,64".into(),
         ));
     }
@@ -150,12 +174,10 @@ fn choose_tile(
 
 fn emit(json: bool, value: &impl serde::Serialize, text: &str) -> Result<(), CliError> {
     if json {
-        let s = serde_json::to_string_pretty(value).map_err(|e| CliError::Failed(e.to_string()))?;
-        println!("{s}");
+        print_json(value)
     } else {
-        print!("{text}");
+        write_output(output_path(None), text.as_bytes())
     }
-    Ok(())
 }
 
 impl From<AnalysisError> for CliError {
@@ -207,11 +229,13 @@ pub fn parse_sweep(spec: &str) -> Result<(String, Vec<u64>), CliError> {
     Ok((name.trim().to_string(), values))
 }
 
-/// Used by `main.rs` to show the kernels in `--help`.
+/// The long help of `--kernel`: every built-in kernel with its parameters.
 pub fn kernel_help() -> String {
-    crate::analysis::kernels::KERNELS
-        .iter()
-        .map(|(k, p)| format!("{k}: {p}"))
-        .collect::<Vec<_>>()
-        .join("; ")
+    let kernels: Vec<String> = (crate::analysis::kernels::KERNELS.iter())
+        .map(|(k, p)| format!("  {k}: {p}"))
+        .collect();
+    format!(
+        "A built-in kernel instead of a model; its sizes are set with `--param`:\n{}",
+        kernels.join("\n")
+    )
 }

@@ -1,46 +1,79 @@
-//! The bodies of the `dmove` commands.
+//! The bodies of `dmove demo`, `import` and `c`, with their arguments.
 
-use super::{is_onnx, load_program, parse_node_id, parse_params, write_output, Bindings, CliError};
+use super::{
+    is_onnx, load_program, output_path, print_json, validated, write_output, Bindings, CliError,
+};
 use crate::demo::model::{encoder_model, EncoderConfig};
 use crate::demo::{DemoOptions, DemoReport};
 use crate::ir::text::{print, print_exact};
 use crate::ir::validate::validate;
 use crate::ops::expand::expand_all;
-use crate::transform::engine::{apply as apply_step, Checks, Layer};
 use std::path::PathBuf;
 
 /// `dmove demo`
+#[derive(Clone, Debug, clap::Args)]
 pub struct DemoArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
     pub json: bool,
+    /// Only write the demo's ONNX model to this file (so peers can run the same model).
+    #[arg(long, value_name = "FILE")]
     pub write_model: Option<PathBuf>,
-    pub config: EncoderConfig,
-    pub warmup: usize,
+    /// Timed repetitions per variant (the median is reported).
+    #[arg(long, default_value_t = 15)]
     pub reps: usize,
-    pub peer: bool,
+    /// Untimed warm-up runs per variant.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Skip the ONNX Runtime comparison.
+    #[arg(long)]
+    pub no_peer: bool,
+    /// Sequence length (tokens) of the encoder layer's input.
+    #[arg(long, default_value_t = 128, value_name = "TOKENS")]
+    pub seq: i64,
+    /// Hidden size (model width); a multiple of `--heads`.
+    #[arg(long, default_value_t = 256, value_name = "WIDTH")]
+    pub hidden: i64,
+    /// Number of attention heads.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub heads: i64,
+    /// Inner size of the feed-forward block.
+    #[arg(long, default_value_t = 1024, value_name = "WIDTH")]
+    pub ffn: i64,
+}
+
+impl DemoArgs {
+    /// The encoder layer the sizes describe.
+    pub fn config(&self) -> EncoderConfig {
+        EncoderConfig {
+            seq: self.seq,
+            hidden: self.hidden,
+            heads: self.heads,
+            ffn: self.ffn,
+        }
+    }
 }
 
 pub fn demo(args: &DemoArgs) -> Result<(), CliError> {
+    let config = args.config();
     let opts = DemoOptions {
-        config: args.config,
+        config,
         warmup: args.warmup,
         reps: args.reps,
-        peer: args.peer,
+        peer: !args.no_peer,
         ..DemoOptions::default()
     };
     if let Some(path) = &args.write_model {
-        write_output(path, &encoder_model(&args.config, opts.seed))?;
+        write_output(path, &encoder_model(&config, opts.seed))?;
         eprintln!("wrote the demo model to {}", path.display());
         return Ok(());
     }
     let report = crate::demo::run(&opts, &mut |msg| eprintln!("· {msg}"))?;
     if args.json {
-        let json =
-            serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))?;
-        println!("{json}");
+        print_json(&report)
     } else {
-        print!("{}", render_demo(&report));
+        write_output(output_path(None), render_demo(&report).as_bytes())
     }
-    Ok(())
 }
 
 fn render_demo(r: &DemoReport) -> String {
@@ -68,16 +101,31 @@ fn render_demo(r: &DemoReport) -> String {
 }
 
 /// `dmove import`
+#[derive(Clone, Debug, clap::Args)]
 pub struct ImportArgs {
+    /// The model: an `.onnx` file, or textual IR (any other extension).
+    #[arg(value_name = "MODEL")]
     pub model: PathBuf,
+    #[command(flatten)]
     pub bindings: Bindings,
+    /// Lower every operator to maps and tasklets first.
+    #[arg(long)]
     pub expand: bool,
+    /// Include every constant's values, so the output can be loaded again.
+    #[arg(long)]
     pub exact: bool,
+    /// Write Graphviz DOT to this file (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
     pub dot: Option<PathBuf>,
+    /// Write the IR (or the summary) to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Print the model summary instead of the IR.
+    /// Print a summary instead of the IR: operators with counts, parameters, weight bytes,
+    /// FLOPs.
+    #[arg(long)]
     pub summary: bool,
-    /// The summary as JSON.
+    /// With `--summary`: print it as JSON.
+    #[arg(long, requires = "summary")]
     pub json: bool,
 }
 
@@ -101,12 +149,7 @@ pub fn import(args: &ImportArgs) -> Result<(), CliError> {
     } else {
         print(&p)
     };
-    write_output(
-        args.output
-            .as_deref()
-            .unwrap_or_else(|| std::path::Path::new("-")),
-        text.as_bytes(),
-    )
+    write_output(output_path(args.output.as_deref()), text.as_bytes())
 }
 
 /// `dmove import --summary`: operators (counted in the ONNX graph when the model is ONNX),
@@ -117,127 +160,38 @@ fn summary(args: &ImportArgs) -> Result<(), CliError> {
         let opts = args
             .bindings
             .import_options(args.model.parent().map(std::path::Path::to_path_buf))?;
-        (crate::onnx::import(&model, &opts)?, Some(model))
+        let p = validated(&args.model, crate::onnx::import(&model, &opts)?)?;
+        (p, Some(model))
     } else {
         (load_program(&args.model, &args.bindings)?, None)
     };
     let s = crate::onnx::summary::summarize(&p, model.as_ref());
     let text = if args.json {
-        serde_json::to_string_pretty(&s).map_err(|e| CliError::Failed(e.to_string()))? + "\n"
+        serde_json::to_string_pretty(&s)? + "\n"
     } else {
         s.to_string()
     };
-    write_output(
-        args.output
-            .as_deref()
-            .unwrap_or_else(|| std::path::Path::new("-")),
-        text.as_bytes(),
-    )
+    write_output(output_path(args.output.as_deref()), text.as_bytes())
 }
 
-/// `dmove transforms`
-pub fn transforms(json: bool) -> Result<(), CliError> {
-    let all = crate::transform::all();
-    if json {
-        let v: Vec<_> = all
-            .iter()
-            .map(|t| {
-                serde_json::json!({
-                    "name": t.name(),
-                    "level": t.level(),
-                    "doc": t.doc(),
-                    "params": t.params(),
-                })
-            })
-            .collect();
-        println!("{}", serde_json::Value::Array(v));
-        return Ok(());
-    }
-    let width = all.iter().map(|t| t.name().len()).max().unwrap_or(0) + 2;
-    for t in all {
-        let params: Vec<String> = t
-            .params()
-            .iter()
-            .map(|p| format!("{}: {}", p.name, p.kind))
-            .collect();
-        let level = format!("{:?}", t.level());
-        println!("{:<width$} {level:<14} {}", t.name(), t.doc());
-        if !params.is_empty() {
-            println!("{:<width$} {:<14} params: {}", "", "", params.join(", "));
-        }
-    }
-    Ok(())
-}
-
-/// `dmove apply`
-pub struct ApplyArgs {
+/// `dmove c`
+#[derive(Clone, Debug, clap::Args)]
+pub struct EmitCArgs {
+    /// The model: an `.onnx` file, or textual IR (any other extension).
+    #[arg(value_name = "MODEL")]
     pub model: PathBuf,
+    #[command(flatten)]
     pub bindings: Bindings,
-    pub transform: String,
-    pub at: Vec<String>,
-    pub params: Vec<String>,
-    pub expand: bool,
-    pub numerics: bool,
+    /// Write the C source to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
-pub fn apply(args: &ApplyArgs) -> Result<(), CliError> {
-    let mut p = load_program(&args.model, &args.bindings)?;
-    if args.expand {
-        expand_all(&mut p)?;
-    }
-    let t = crate::transform::lookup(&args.transform).ok_or_else(|| {
-        let names: Vec<&str> = crate::transform::all().iter().map(|t| t.name()).collect();
-        CliError::Failed(format!(
-            "no transformation named `{}` (see `dmove transforms`: {})",
-            args.transform,
-            names.join(", ")
-        ))
-    })?;
-    let site = args
-        .at
-        .iter()
-        .map(|s| parse_node_id(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    if site.is_empty() {
-        return Err(CliError::Failed(
-            "`--at NODE` is required (node ids as printed by `dmove import`)".into(),
-        ));
-    }
-    let params = parse_params(&args.params)?;
-    let checks = if args.numerics {
-        Checks::default()
-    } else {
-        Checks::default().lower(Layer::Numerics)
-    };
-    let step = apply_step(&mut p, t, &site, &params, &checks)?;
-    eprintln!(
-        "applied {} at {:?}; touched {:?}; checks: {}",
-        step.transformation,
-        step.site,
-        step.touched,
-        step.checks.join(", ")
-    );
-    write_output(
-        args.output
-            .as_deref()
-            .unwrap_or_else(|| std::path::Path::new("-")),
-        print_exact(&p).as_bytes(),
-    )
-}
-
 /// `dmove c`: the generated C for a model (lowered completely first).
-pub fn emit_c(
-    model: &std::path::Path,
-    bindings: &Bindings,
-    output: Option<&std::path::Path>,
-) -> Result<(), CliError> {
-    let mut p = load_program(model, bindings)?;
+pub fn emit_c(args: &EmitCArgs) -> Result<(), CliError> {
+    let mut p = load_program(&args.model, &args.bindings)?;
     crate::onnx::idioms::require_bound_inputs(&p)?;
     expand_all(&mut p)?;
     let c = crate::codegen::emit(&p)?;
-    write_output(
-        output.unwrap_or_else(|| std::path::Path::new("-")),
-        c.source.as_bytes(),
-    )
+    write_output(output_path(args.output.as_deref()), c.source.as_bytes())
 }

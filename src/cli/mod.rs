@@ -1,18 +1,26 @@
-//! The glue between the command line and the library: loading models given as paths, parsing
-//! option values, and the commands' bodies. `main.rs` only declares the arguments.
+//! The glue between the command line and the library: the commands' arguments (declared here
+//! with clap's derive, so `main.rs` only lists the commands), loading models given as paths,
+//! parsing option values, and the commands' bodies.
 
 pub mod analyze;
+pub mod apply;
 pub mod commands;
 pub mod conformance;
 pub mod matching;
+pub mod transforms;
 
 use crate::ir::text::{parse_named, ParseError};
-use crate::ir::Program;
+use crate::ir::validate::{validate, InvalidIr};
+use crate::ir::{NodeId, Program};
 use crate::onnx::{import_file, ImportOptions, OnnxError};
+use crate::transform::{parse_value, ParamValue, Params, Schema};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Errors of the command-line layer.
+///
+/// A variant that carries a `#[source]` does not repeat it in its own message: miette prints
+/// the cause under the message (`╰─▶ …`), so it appears exactly once.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum CliError {
     #[error(transparent)]
@@ -21,18 +29,36 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Text(#[from] ParseError),
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {}", path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+    /// The input itself breaks the IR invariants (e.g. textual IR naming an undeclared
+    /// container): the user's file is at fault, not a transformation.
+    #[error("`{}` is not a valid program", path.display())]
+    #[diagnostic(
+        code(dmove::cli::invalid_input),
+        help("the input breaks the IR invariants above; fix it (nothing was run on it)")
+    )]
+    InvalidInput {
+        path: PathBuf,
+        #[source]
+        #[diagnostic_source]
+        error: InvalidIr,
+    },
+    #[error("{} elides the values of {} constant(s) ({})", path.display(), names.len(), names.join(", "))]
+    #[diagnostic(help(
+        "write it with `dmove import --exact` so every constant's values are kept"
+    ))]
+    ElidedConstants { path: PathBuf, names: Vec<String> },
     #[error("`{text}` is not a valid {what}")]
     #[diagnostic(help("{hint}"))]
     BadOption {
@@ -40,8 +66,28 @@ pub enum CliError {
         text: String,
         hint: &'static str,
     },
+    /// A `--param KEY=VALUE` whose value does not read as the kind the transformation declares.
+    #[error("{transformation}: parameter `{key}` expects {expected}, but `{text}` is not one")]
+    #[diagnostic(
+        code(dmove::cli::param),
+        help("`dmove transforms` lists every parameter with its kind")
+    )]
+    BadParam {
+        transformation: &'static str,
+        key: String,
+        expected: String,
+        text: String,
+    },
+    /// A command line that lacks something only the combination of flags makes required.
     #[error("{0}")]
-    Failed(String),
+    Usage(String),
+    /// Cases the manifest lists as passing that did not pass.
+    #[error("{} case(s) listed in the manifest did not pass: {}", cases.len(), cases.join(", "))]
+    #[diagnostic(code(dmove::cli::regressed))]
+    Regressed { cases: Vec<String> },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    UnknownTransformation(#[from] crate::transform::UnknownTransformation),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Codegen(#[from] crate::codegen::CodegenError),
@@ -55,7 +101,7 @@ pub enum CliError {
     Refused(#[from] crate::transform::engine::Refusal),
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Invalid(#[from] crate::ir::validate::InvalidIr),
+    Invalid(#[from] InvalidIr),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Pattern(#[from] crate::pattern::PatternError),
@@ -68,16 +114,21 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Manifest(#[from] crate::conformance::manifest::ManifestError),
+    #[error("cannot render JSON")]
+    Json(#[from] serde_json::Error),
 }
 
 /// Shape and dimension bindings given on the command line.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Bindings {
-    /// `--shape name=1x3x224x224`
+    /// Bind an input's shape, e.g. `--shape input=1x3x224x224`.
+    #[arg(long = "shape", value_name = "NAME=DIMS")]
     pub shapes: Vec<String>,
-    /// `--dim batch=1`
+    /// Bind a symbolic dimension, e.g. `--dim batch=1`.
+    #[arg(long = "dim", value_name = "NAME=VALUE")]
     pub dims: Vec<String>,
-    /// `--as-written`: no constant folding or Identity/Dropout removal at import.
+    /// Import the ONNX graph as written: no constant folding, no Identity/Dropout removal.
+    #[arg(long)]
     pub as_written: bool,
 }
 
@@ -153,48 +204,65 @@ pub fn is_onnx(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
-/// Loads a program from an `.onnx` model or a textual IR file (anything else).
+/// Loads a program from an `.onnx` model or a textual IR file (anything else), and checks the
+/// IR invariants before any command works on it, so a broken input is reported as the input's
+/// fault ([`CliError::InvalidInput`]) rather than as a failure of whatever ran on it.
 pub fn load_program(path: &Path, bindings: &Bindings) -> Result<Program, CliError> {
-    if is_onnx(path) {
+    let p = if is_onnx(path) {
         let opts = bindings.import_options(path.parent().map(Path::to_path_buf))?;
-        return Ok(import_file(path, &opts)?);
+        import_file(path, &opts)?
+    } else {
+        let src = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let parsed = parse_named(&path.display().to_string(), &src)?;
+        if !parsed.elided.is_empty() {
+            return Err(CliError::ElidedConstants {
+                path: path.to_path_buf(),
+                names: parsed.elided.keys().cloned().collect(),
+            });
+        }
+        parsed.program
+    };
+    validated(path, p)
+}
+
+/// `p`, read from `path`, if it satisfies the IR invariants.
+pub fn validated(path: &Path, p: Program) -> Result<Program, CliError> {
+    match validate(&p) {
+        Ok(()) => Ok(p),
+        Err(error) => Err(CliError::InvalidInput {
+            path: path.to_path_buf(),
+            error,
+        }),
     }
-    let src = std::fs::read_to_string(path).map_err(|source| CliError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let parsed = parse_named(&path.display().to_string(), &src)?;
-    if !parsed.elided.is_empty() {
-        return Err(CliError::Failed(format!(
-            "{} elides the values of {} constant(s) ({}); write it with `dmove import --exact`",
-            path.display(),
-            parsed.elided.len(),
-            parsed.elided.keys().cloned().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    Ok(parsed.program)
 }
 
 /// Writes `bytes` to `path` atomically, or to standard output when `path` is `-`.
 pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    if path == Path::new("-") {
+    let result = if path == Path::new("-") {
         use std::io::Write;
-        return std::io::stdout()
-            .write_all(bytes)
-            .map_err(|source| CliError::Write {
-                path: path.to_path_buf(),
-                source,
-            });
-    }
-    crate::fsutil::write_atomic(path, bytes).map_err(|source| CliError::Write {
+        std::io::stdout().write_all(bytes)
+    } else {
+        crate::fsutil::write_atomic(path, bytes)
+    };
+    result.map_err(|source| CliError::Write {
         path: path.to_path_buf(),
         source,
     })
 }
 
-/// `k=v` transformation parameters: integers, comma-separated integer lists, or strings.
-pub fn parse_params(pairs: &[String]) -> Result<crate::transform::Params, CliError> {
-    use crate::transform::ParamValue;
+/// Where an optional `-o FILE` sends output: the file, or standard output.
+pub fn output_path(output: Option<&Path>) -> &Path {
+    output.unwrap_or_else(|| Path::new("-"))
+}
+
+/// `k=v` transformation parameters, each value read as the kind `schema` declares for `k`
+/// (`tiles=16` is a one-entry list for MapTiling, an integer elsewhere). A key the schema does
+/// not declare is kept as text, so the engine's validator reports it with the accepted keys and
+/// the closest spelling.
+pub fn parse_params(schema: &Schema, pairs: &[String]) -> Result<Params, CliError> {
     let mut out = BTreeMap::new();
     for s in pairs {
         let (k, v) = split_binding(
@@ -202,16 +270,14 @@ pub fn parse_params(pairs: &[String]) -> Result<crate::transform::Params, CliErr
             "transformation parameter",
             "write NAME=VALUE, e.g. tiles=32,32,0",
         )?;
-        let value = if let Ok(i) = v.trim().parse::<i64>() {
-            ParamValue::Int(i)
-        } else if let Some(list) = v
-            .split(',')
-            .map(|x| x.trim().parse::<i64>().ok())
-            .collect::<Option<Vec<_>>>()
-        {
-            ParamValue::Ints(list)
-        } else {
-            ParamValue::Str(v)
+        let value = match schema.params.iter().find(|d| d.name == k) {
+            None => ParamValue::Str(v.trim().to_string()),
+            Some(d) => parse_value(&d.kind, &v).ok_or_else(|| CliError::BadParam {
+                transformation: schema.name,
+                key: k.clone(),
+                expected: d.kind.describe(),
+                text: v.trim().to_string(),
+            })?,
         };
         out.insert(k, value);
     }
@@ -219,10 +285,13 @@ pub fn parse_params(pairs: &[String]) -> Result<crate::transform::Params, CliErr
 }
 
 /// A node id written `n12` or `12`.
-pub fn parse_node_id(s: &str) -> Result<crate::ir::NodeId, CliError> {
-    s.trim()
-        .trim_start_matches('n')
-        .parse::<u32>()
-        .map(crate::ir::NodeId)
+pub fn parse_node_id(s: &str) -> Result<NodeId, CliError> {
+    s.parse::<NodeId>()
         .map_err(|_| bad("node id", s, "write the id as printed in the IR, e.g. n12"))
+}
+
+/// Writes `value` as pretty JSON (one trailing newline) to standard output.
+pub fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    write_output(Path::new("-"), text.as_bytes())
 }

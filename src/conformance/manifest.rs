@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 /// Why a manifest could not be read or written.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum ManifestError {
-    #[error("cannot read manifest {}: {source}", path.display())]
+    #[error("cannot read manifest {}", path.display())]
     #[diagnostic(code(dmove::conformance::manifest))]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot write manifest {}: {source}", path.display())]
+    #[error("cannot write manifest {}", path.display())]
     #[diagnostic(code(dmove::conformance::manifest))]
     Write {
         path: PathBuf,

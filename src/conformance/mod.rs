@@ -159,7 +159,7 @@ impl Default for Options {
 /// Errors about the suite itself (not about a case).
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum ConformanceError {
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     #[diagnostic(
         code(dmove::conformance::io),
         help("generate the cases with `python3 scripts/onnx_node_tests.py DIR`")

@@ -15,7 +15,7 @@ use crate::ir::{Program, Tensor};
 use crate::numerics::compare;
 use crate::onnx::{import, load_model, ImportOptions, OnnxError};
 use crate::ops::expand::{expand_all, ExpandError};
-use crate::transform::engine::Checks;
+use crate::transform::engine::{Checks, Step};
 use model::{encoder_model, EncoderConfig, INPUT, OUTPUT};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -43,12 +43,8 @@ impl Default for DemoOptions {
             reps: 15,
             peer: true,
             seed: 2024,
-            // The demo compares its optimized program with the reference at the end; compiling
-            // every one of its steps to C as well would take minutes.
-            checks: Checks {
-                compiled: false,
-                ..Checks::default()
-            },
+            // Every layer on every step, as for any user: a step that cannot be checked is refused.
+            checks: Checks::default(),
         }
     }
 }
@@ -64,9 +60,10 @@ pub struct DemoReport {
     /// Largest absolute difference of the optimized program's output from the interpreter's.
     pub max_abs_error: f64,
     pub rows: Vec<Row>,
-    /// Transformations applied by the optimization sequence, in order.
-    pub steps: Vec<String>,
-    /// Steps the sequence tried and the engine refused, with the reason.
+    /// The steps the optimization sequence applied, in order, with parameters, the check record
+    /// of every layer and the hashes (replayable as a trace).
+    pub steps: Vec<Step>,
+    /// Every step the sequence tried and the engine refused, with the reason.
     pub refused: Vec<String>,
 }
 
@@ -77,6 +74,9 @@ pub enum DemoError {
     Import(#[from] OnnxError),
     #[error(transparent)]
     Expand(#[from] ExpandError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Schedule(#[from] crate::transform::UnknownTransformation),
     #[error("the reference interpreter failed: {0}")]
     Interp(#[from] InterpError),
     #[error(transparent)]
@@ -172,12 +172,8 @@ pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, 
         speedup: medians[0] / medians[1],
         max_abs_error: errors[1],
         rows,
-        steps: report
-            .steps
-            .iter()
-            .map(|s| format!("{} at {:?}", s.transformation, s.site))
-            .collect(),
-        refused: report.skipped,
+        steps: report.steps,
+        refused: report.refused,
     })
 }
 
@@ -228,7 +224,7 @@ fn pipeline(cfg: &EncoderConfig, seed: u64, checks: &Checks) -> Result<Pipeline,
     let mut baseline = library.clone();
     expand_all(&mut baseline)?;
     let mut optimized = baseline.clone();
-    let report = schedule::optimize(&mut optimized, checks);
+    let report = schedule::optimize(&mut optimized, checks)?;
     Ok(Pipeline {
         bytes,
         library,

@@ -7,29 +7,37 @@
 //!    inside the output parameters, and split the output parameters into an outer map;
 //! 3. tile the outer map and run it in parallel.
 
-use crate::check::race::body_accesses;
-use crate::ir::{Dim, MapNode, NodeId, NodeKind, Program};
-use crate::transform::engine::{apply, apply_repeatedly, Budget, Checks, Step};
-use crate::transform::{lookup, ParamValue, Params};
+use crate::ir::{NodeId, NodeKind, Program};
+use crate::transform::engine::{Budget, Checks, Engine, Step};
+use crate::transform::queries::{longest_param, loop_order, LoopOrder};
+use crate::transform::{find, ParamValue, Params, UnknownTransformation};
 use std::collections::BTreeMap;
 
-/// What the sequence did: applied steps, and the refusals it accepted (step, reason).
+/// What the sequence did: applied steps, and every refusal it accepted, in words.
 #[derive(Debug, Default)]
 pub struct ScheduleReport {
     pub steps: Vec<Step>,
-    pub skipped: Vec<String>,
+    pub refused: Vec<String>,
 }
 
 /// Tile size for the outermost parallel parameter when it is large.
 const OUTER_TILE: i64 = 16;
 
-/// Applies the CPU sequence to a fully expanded program.
-pub fn optimize(p: &mut Program, checks: &Checks) -> ScheduleReport {
+/// Applies the CPU sequence to a fully expanded program. Every transformation is named once
+/// here; a name the registry does not know is an error, never a silent skip.
+pub fn optimize(p: &mut Program, checks: &Checks) -> Result<ScheduleReport, UnknownTransformation> {
     let mut report = ScheduleReport::default();
-    if let Some(fusion) = lookup("MapFusion") {
-        let fused = apply_repeatedly(p, fusion, &Params::new(), checks, &Budget::steps(10_000));
-        report.steps.extend(fused.steps);
-    }
+    let mut engine = Engine::new(checks.clone());
+    let fused = engine.apply_repeatedly(
+        p,
+        find("MapFusion")?,
+        &Params::new(),
+        &Budget::steps(10_000),
+    );
+    report.steps.extend(fused.steps);
+    report
+        .refused
+        .extend(fused.refused.iter().map(|r| r.to_string()));
     let maps: Vec<NodeId> = p
         .graph
         .ordered()
@@ -37,151 +45,82 @@ pub fn optimize(p: &mut Program, checks: &Checks) -> ScheduleReport {
         .filter(|&i| matches!(p.graph.node(i).kind, NodeKind::Map(_)))
         .map(|i| p.graph.node(i).id)
         .collect();
+    let mut run = Run { engine, report };
     for id in maps {
-        schedule_map(p, id, checks, &mut report);
+        run.schedule_map(p, id)?;
     }
-    report
+    Ok(run.report)
 }
 
-fn step(
-    p: &mut Program,
-    name: &str,
-    id: NodeId,
-    params: Params,
-    checks: &Checks,
-    report: &mut ScheduleReport,
-) -> Option<Step> {
-    let t = lookup(name)?;
-    match apply(p, t, &[id], &params, checks) {
-        Ok(s) => {
-            report.steps.push(s.clone());
-            Some(s)
-        }
-        Err(e) => {
-            report.skipped.push(e.to_string());
-            None
-        }
-    }
+struct Run {
+    engine: Engine,
+    report: ScheduleReport,
 }
 
-fn schedule_map(p: &mut Program, id: NodeId, checks: &Checks, report: &mut ScheduleReport) {
-    let Some(NodeKind::Map(m)) = p.node(id).map(|n| &n.kind) else {
-        return;
-    };
-    let (order, outer) = loop_order(m, p);
-    let n = m.params.len();
-    if order != (0..n).collect::<Vec<_>>() {
-        let ints = order.iter().map(|&k| k as i64).collect();
-        step(
-            p,
-            "MapInterchange",
-            id,
-            one("order", ParamValue::Ints(ints)),
-            checks,
-            report,
-        );
-    }
-    if outer == 0 {
-        // A single parameter, or a reduction to a scalar: parallel only when nothing reduces.
-        if order.len() == 1 {
-            step(p, "Parallelize", id, Params::new(), checks, report);
+impl Run {
+    fn step(
+        &mut self,
+        p: &mut Program,
+        name: &str,
+        id: NodeId,
+        params: Params,
+    ) -> Result<(), UnknownTransformation> {
+        match self.engine.apply(p, find(name)?, &[id], &params) {
+            Ok(s) => self.report.steps.push(s),
+            Err(e) => self.report.refused.push(e.to_string()),
         }
-        return;
+        Ok(())
     }
-    if outer < n {
-        step(
-            p,
-            "MapExpansion",
-            id,
-            one("split", ParamValue::Int(outer as i64)),
-            checks,
-            report,
-        );
-    }
-    let Some(NodeKind::Map(m)) = p.node(id).map(|n| &n.kind) else {
-        return;
-    };
-    // Tile the longest outer parameter when it is long: a tile of rows is the unit of parallel
-    // work, which keeps each thread's rows together.
-    let lens: Vec<i64> = m
-        .params
-        .iter()
-        .map(|q| q.range.len().as_int().unwrap_or(0))
-        .collect();
-    if let Some((longest, &len)) = lens
-        .iter()
-        .enumerate()
-        .max_by_key(|(k, l)| (**l, usize::MAX - k))
-    {
-        if len >= 4 * OUTER_TILE {
-            let mut tiles = vec![0; lens.len()];
-            tiles[longest] = OUTER_TILE;
-            step(
+
+    fn schedule_map(&mut self, p: &mut Program, id: NodeId) -> Result<(), UnknownTransformation> {
+        let Some(NodeKind::Map(m)) = p.node(id).map(|n| &n.kind) else {
+            return Ok(());
+        };
+        let LoopOrder {
+            order,
+            outputs: outer,
+        } = loop_order(m, p);
+        let n = m.params.len();
+        if order != (0..n).collect::<Vec<_>>() {
+            let ints = order.iter().map(|&k| k as i64).collect();
+            self.step(
                 p,
-                "MapTiling",
+                "MapInterchange",
                 id,
-                one("tiles", ParamValue::Ints(tiles)),
-                checks,
-                report,
-            );
+                one("order", ParamValue::Ints(ints)),
+            )?;
         }
+        if outer == 0 {
+            // A single parameter, or a reduction to a scalar: parallel only when nothing reduces.
+            if order.len() == 1 {
+                self.step(p, "Parallelize", id, Params::new())?;
+            }
+            return Ok(());
+        }
+        if outer < n {
+            self.step(
+                p,
+                "MapExpansion",
+                id,
+                one("split", ParamValue::Int(outer as i64)),
+            )?;
+        }
+        let Some(NodeKind::Map(m)) = p.node(id).map(|n| &n.kind) else {
+            return Ok(());
+        };
+        // Tile the longest outer parameter when it is long: a tile of rows is the unit of
+        // parallel work, which keeps each thread's rows together.
+        if let Some((longest, len)) = longest_param(m) {
+            if len >= 4 * OUTER_TILE {
+                let mut tiles = vec![0; m.params.len()];
+                tiles[longest] = OUTER_TILE;
+                self.step(p, "MapTiling", id, one("tiles", ParamValue::Ints(tiles)))?;
+            }
+        }
+        self.step(p, "Parallelize", id, Params::new())
     }
-    step(p, "Parallelize", id, Params::new(), checks, report);
 }
 
 fn one(name: &str, v: ParamValue) -> Params {
     BTreeMap::from([(name.to_string(), v)])
-}
-
-/// A loop order for `m` and how many leading parameters are output (parallel) parameters.
-///
-/// Output parameters are those that index some written element; the others are reductions.
-/// The innermost parameter is the one most often indexing the last dimension of the accesses
-/// (reads count double: they dominate traffic), ties going to the later parameter.
-fn loop_order(m: &MapNode, p: &Program) -> (Vec<usize>, usize) {
-    let accesses = body_accesses(m, &p.data);
-    let names: Vec<&str> = m.params.iter().map(|q| q.name.as_str()).collect();
-    let is_output: Vec<bool> = names
-        .iter()
-        .map(|n| {
-            accesses
-                .iter()
-                .any(|a| a.write && a.subset.free_symbols().iter().any(|s| s == n))
-        })
-        .collect();
-    let mut score = vec![0u32; names.len()];
-    for a in &accesses {
-        let Some(last) = a.subset.0.last() else {
-            continue;
-        };
-        let syms = match last {
-            Dim::Index(e) => e.free_symbols(),
-            Dim::Range(r) => r.start.free_symbols(),
-        };
-        for (k, n) in names.iter().enumerate() {
-            if syms.iter().any(|s| s == n) {
-                score[k] += if a.write { 1 } else { 2 };
-            }
-        }
-    }
-    let inner = (0..names.len())
-        .rev()
-        .max_by_key(|&k| score[k])
-        .unwrap_or(0);
-    let inner = if score[inner] == 0 {
-        names.len() - 1
-    } else {
-        inner
-    };
-    let outputs: Vec<usize> = (0..names.len())
-        .filter(|&k| k != inner && is_output[k])
-        .collect();
-    let reductions: Vec<usize> = (0..names.len())
-        .filter(|&k| k != inner && !is_output[k])
-        .collect();
-    let outer = outputs.len();
-    let mut order = outputs;
-    order.extend(reductions);
-    order.push(inner);
-    (order, outer)
 }

@@ -8,9 +8,43 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// A node identity that is unique in its program and survives every edit that does not remove
-/// the node, so matches, handles and traces can refer to it across rewrites.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// the node, so matches, handles and traces can refer to it across rewrites. It is written
+/// `n12` everywhere: text IR, messages and JSON alike (JSON also reads a bare `12`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub u32);
+
+impl std::str::FromStr for NodeId {
+    type Err = std::num::ParseIntError;
+
+    /// `n12` or `12`.
+    fn from_str(s: &str) -> Result<NodeId, Self::Err> {
+        let s = s.trim();
+        s.strip_prefix('n').unwrap_or(s).parse().map(NodeId)
+    }
+}
+
+impl Serialize for NodeId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NodeId, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Text(String),
+            Number(u32),
+        }
+        match Written::deserialize(d)? {
+            Written::Number(n) => Ok(NodeId(n)),
+            Written::Text(t) => t
+                .parse()
+                .map_err(|_| serde::de::Error::custom(format!("`{t}` is not a node id (n12)"))),
+        }
+    }
+}
 
 impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

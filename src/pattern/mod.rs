@@ -171,6 +171,13 @@ impl Pattern {
         self.captures.iter().map(|c| c.name.as_str()).collect()
     }
 
+    /// The predicates of capture `name`, if the pattern has it.
+    pub fn capture_preds(&self, name: &str) -> Option<&[Pred]> {
+        (self.captures.iter())
+            .find(|c| c.name == name)
+            .map(|c| c.preds.as_slice())
+    }
+
     /// The node bound to capture `name` in `m`.
     pub fn get(&self, m: &Match, name: &str) -> Option<NodeId> {
         let i = self.captures.iter().position(|c| c.name == name)?;

@@ -1,16 +1,19 @@
 //! Transactional application of transformations, and the trace of what was applied.
 //!
-//! `apply` = snapshot → preconditions (legality lives in each transformation's `check`) →
-//! rewrite → invariants → numerics against the snapshot. On any failure the program is restored
-//! from the snapshot, so a refused step leaves it exactly as it was (byte-identical text form).
+//! `apply` = site and parameters validated against the schema → plan (every precondition;
+//! legality conditions through [`Legality`]) → snapshot → rewrite → invariants → numerics
+//! against the snapshot. On any failure the program is restored from the snapshot, so a refused
+//! step leaves it exactly as it was (byte-identical text form).
 //!
-//! A caller may lower the legality or numerics layer explicitly ([`Checks::lower`]); the step's
-//! `checks` then says so in words. Invariants are never lowered: an invalid program is always
-//! rolled back. Numerics run in the reference interpreter while the work fits its budget, and
-//! through compiled C beyond that (see [`numerics`]).
+//! A caller may lower the legality or numerics layer explicitly, with a reason
+//! ([`Checks::lower`]); each step records what every layer did as data ([`CheckRecord`]).
+//! The structural layer is never lowered: an invalid program is always rolled back. Numerics
+//! run in the reference interpreter while the work fits its budget and through compiled C
+//! beyond it; a comparison that cannot run refuses the step.
 
 mod diff;
 mod numerics;
+mod races;
 mod repeat;
 mod trace;
 
@@ -19,18 +22,23 @@ pub use numerics::work;
 pub use repeat::{Budget, Repeated, StopReason};
 pub use trace::{replay, ReplayError, Trace, TraceError};
 
-use super::{NotApplicable, Params, Transformation};
+use super::{
+    check_site, Args, Legality, NotApplicable, ParamError, Params, SiteError, Transformation,
+};
 use crate::check::NumericsError;
 use crate::ir::validate::{validate, InvalidIr};
 use crate::ir::{NodeId, Program};
 use crate::pattern::Change;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-/// A check layer the caller may lower (never the invariants).
+/// A check layer. Structural invariants always run; the caller may lower the other two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Layer {
-    /// The transformation's preconditions (races, coverage, …): a failure is waived.
+    /// The IR invariants (`ir::validate`): never lowered, an invalid program is rolled back.
+    Structural,
+    /// The transformation's legality conditions (races, coverage, strides): a failure is waived.
     Legality,
     /// The comparison of outputs on random inputs: not run.
     Numerics,
@@ -39,52 +47,96 @@ pub enum Layer {
 impl Layer {
     pub fn name(self) -> &'static str {
         match self {
+            Layer::Structural => "structural",
             Layer::Legality => "legality",
             Layer::Numerics => "numerics",
         }
     }
+}
 
-    /// How lowering is recorded in a step's `checks`.
-    pub fn lowered_note(self) -> String {
-        format!("{} lowered by the user", self.name())
+/// What one check layer did for one step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The layer ran and passed; `how` says how (e.g. "compiled C").
+    Passed { how: String },
+    /// The user lowered the layer, for `reason`; `waived` lists the conditions that failed and
+    /// were waived (legality only).
+    Lowered {
+        reason: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        waived: Vec<String>,
+    },
+}
+
+/// One layer's record on a step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRecord {
+    pub layer: Layer,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+impl std::fmt::Display for CheckRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let layer = self.layer.name();
+        match &self.outcome {
+            Outcome::Passed { how } if how.is_empty() => write!(f, "{layer}"),
+            Outcome::Passed { how } => write!(f, "{layer} ({how})"),
+            Outcome::Lowered { reason, waived } if waived.is_empty() => {
+                write!(f, "{layer} lowered by the user: {reason}")
+            }
+            Outcome::Lowered { reason, waived } => write!(
+                f,
+                "{layer} lowered by the user: {reason}; waived: {}",
+                waived.join("; ")
+            ),
+        }
     }
 }
 
 /// Which checks run after each rewrite.
 #[derive(Clone, Debug)]
 pub struct Checks {
-    /// Layers the caller lowered explicitly; each lowering is recorded in the step.
-    pub lowered: BTreeSet<Layer>,
+    /// Layers the caller lowered explicitly, each with the reason given; recorded in the step.
+    pub lowered: BTreeMap<Layer, String>,
     /// Run numerics in the interpreter only up to this many tasklet executions per run; beyond
     /// it, through compiled C.
     pub numerics_budget: u64,
-    /// Whether numerics beyond the interpreter budget run as compiled C (one compile per step).
-    /// When off, such steps record that numerics were skipped and why; long sequences that
-    /// check their end result anyway (the demo) turn it off.
-    pub compiled: bool,
     pub seed: u64,
 }
 
 impl Default for Checks {
     fn default() -> Self {
         Checks {
-            lowered: BTreeSet::new(),
+            lowered: BTreeMap::new(),
             numerics_budget: 2_000_000,
-            compiled: true,
             seed: 0x5eed,
         }
     }
 }
 
 impl Checks {
-    /// These checks with `layer` lowered.
-    pub fn lower(mut self, layer: Layer) -> Self {
-        self.lowered.insert(layer);
+    /// These checks with `layer` lowered, for `reason` (the structural layer is never lowered).
+    pub fn lower(mut self, layer: Layer, reason: impl Into<String>) -> Self {
+        if layer != Layer::Structural {
+            self.lowered.insert(layer, reason.into());
+        }
         self
     }
 
     pub fn is_lowered(&self, layer: Layer) -> bool {
-        self.lowered.contains(&layer)
+        self.lowered.contains_key(&layer)
+    }
+
+    fn lowered_record(&self, layer: Layer, waived: Vec<String>) -> Option<CheckRecord> {
+        self.lowered.get(&layer).map(|reason| CheckRecord {
+            layer,
+            outcome: Outcome::Lowered {
+                reason: reason.clone(),
+                waived,
+            },
+        })
     }
 }
 
@@ -93,6 +145,7 @@ impl Checks {
 pub struct Step {
     pub transformation: String,
     pub site: Vec<NodeId>,
+    /// Every parameter's value, defaults included.
     pub params: Params,
     /// Ids the transformation reports it rewrote.
     pub touched: Vec<NodeId>,
@@ -107,8 +160,8 @@ pub struct Step {
     /// Hashes of the exact text form before and after.
     pub hash_before: String,
     pub hash_after: String,
-    /// Checks that were run, skipped or lowered, in words.
-    pub checks: Vec<String>,
+    /// What each check layer did.
+    pub checks: Vec<CheckRecord>,
 }
 
 impl Step {
@@ -122,21 +175,51 @@ impl Step {
         }
     }
 
-    /// The layers this step's record says were lowered (so a replay lowers the same ones).
-    pub fn lowered(&self) -> BTreeSet<Layer> {
-        [Layer::Legality, Layer::Numerics]
-            .into_iter()
-            .filter(|l| {
-                let note = l.lowered_note();
-                self.checks.iter().any(|c| c.starts_with(&note))
+    /// The layers this step lowered, with the reasons given (so a replay lowers the same ones).
+    pub fn lowered(&self) -> BTreeMap<Layer, String> {
+        (self.checks.iter())
+            .filter_map(|c| match &c.outcome {
+                Outcome::Lowered { reason, .. } => Some((c.layer, reason.clone())),
+                Outcome::Passed { .. } => None,
             })
             .collect()
+    }
+
+    /// How `layer` passed on this step (`None` when it was lowered).
+    pub fn passed(&self, layer: Layer) -> Option<&str> {
+        self.checks.iter().find_map(|c| match &c.outcome {
+            Outcome::Passed { how } if c.layer == layer => Some(how.as_str()),
+            _ => None,
+        })
+    }
+
+    /// One line for people: `MapTiling at n19 (tiles=16,0,0)`.
+    pub fn summary(&self) -> String {
+        let site: Vec<String> = self.site.iter().map(|n| n.to_string()).collect();
+        let params: Vec<String> = (self.params.iter())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let params = if params.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", params.join(", "))
+        };
+        format!("{} at {}{params}", self.transformation, site.join(","))
     }
 }
 
 /// Why a step was refused; the program is unchanged in every case.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, miette::Diagnostic)]
 pub enum Refusal {
+    /// The site does not fit the transformation's roles (nothing was tried).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Site(#[from] SiteError),
+    /// The parameters do not fit the transformation's declarations (nothing was tried).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Params(#[from] ParamError),
+    /// A precondition failed: the transformation does not apply here (silenceable).
     #[error(transparent)]
     NotApplicable(#[from] NotApplicable),
     #[error("{transformation} at {node} produced an invalid program; rolled back: {error}")]
@@ -145,21 +228,42 @@ pub enum Refusal {
         node: NodeId,
         error: InvalidIr,
     },
+    #[error("{transformation} produced a data race in parallel map {node}; rolled back: {reason}")]
+    Race {
+        transformation: String,
+        node: NodeId,
+        reason: String,
+    },
     #[error("{transformation} at {node} changed the results; rolled back: {error}")]
     Numerics {
         transformation: String,
         node: NodeId,
         error: Box<NumericsError>,
     },
-    #[error("{transformation} at {node}: the rewritten program could not be checked through C; rolled back: {message}")]
+    #[error(
+        "{transformation} at {node}: the numerics check could not run; rolled back: {message}"
+    )]
     #[diagnostic(help(
-        "the program was too large for the interpreter, so numerics ran as compiled C"
+        "a check that cannot run refuses the step; lower the numerics layer explicitly to accept it unchecked"
     ))]
-    CompiledCheck {
+    Unchecked {
         transformation: String,
         node: NodeId,
         message: String,
     },
+}
+
+impl Refusal {
+    /// The check layer that refused (`None` when the step was never tried: bad site, bad
+    /// parameters, or a failed precondition).
+    pub fn layer(&self) -> Option<Layer> {
+        match self {
+            Refusal::Site(_) | Refusal::Params(_) | Refusal::NotApplicable(_) => None,
+            Refusal::Invalid { .. } => Some(Layer::Structural),
+            Refusal::Race { .. } => Some(Layer::Legality),
+            Refusal::Numerics { .. } | Refusal::Unchecked { .. } => Some(Layer::Numerics),
+        }
+    }
 }
 
 /// Applies transformations transactionally; keeps the compiled-C outputs of recent originals so
@@ -183,6 +287,18 @@ impl Engine {
         self.cache.hashes()
     }
 
+    /// Validates `site` and `params` against `t`'s schema and plans the rewrite, changing
+    /// nothing (legality conditions waived and listed when that layer is lowered).
+    pub fn plan(
+        &self,
+        p: &Program,
+        t: &dyn Transformation,
+        site: &[NodeId],
+        params: &Params,
+    ) -> Result<Planned, Refusal> {
+        plan_at(p, t, site, params, self.checks.is_lowered(Layer::Legality))
+    }
+
     /// Applies `t` at `site`, transactionally.
     pub fn apply(
         &mut self,
@@ -191,14 +307,24 @@ impl Engine {
         site: &[NodeId],
         params: &Params,
     ) -> Result<Step, Refusal> {
-        let anchor = site.first().copied().unwrap_or(NodeId(0));
-        let legality = match t.check(p, site, params) {
-            Ok(()) => Layer::Legality.name().to_string(),
-            Err(e) if self.checks.is_lowered(Layer::Legality) => {
-                format!("{}; waived: {}", Layer::Legality.lowered_note(), e.reason)
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let planned = self.plan(p, t, site, params)?;
+        self.commit(p, t, planned)
+    }
+
+    /// Runs a planned rewrite transactionally: rewrite, invariants, numerics, or restore.
+    pub fn commit(
+        &mut self,
+        p: &mut Program,
+        t: &dyn Transformation,
+        planned: Planned,
+    ) -> Result<Step, Refusal> {
+        let Planned {
+            site,
+            anchor,
+            plan,
+            args,
+            legality,
+        } = planned;
         let snapshot = p.clone();
         let hash_before = program_hash(p);
         let before = diff::fingerprints(p);
@@ -206,7 +332,7 @@ impl Engine {
             *p = snapshot;
             Err(r)
         };
-        let touched = match t.apply(p, site, params) {
+        let touched = match plan.run(p) {
             Ok(touched) => touched,
             Err(e) => return refused(p, snapshot, e.into()),
         };
@@ -218,31 +344,53 @@ impl Engine {
             };
             return refused(p, snapshot, r);
         }
-        let mut done = vec!["invariants".to_string(), legality];
+        let passed = |layer: Layer, how: &str| CheckRecord {
+            layer,
+            outcome: Outcome::Passed {
+                how: how.to_string(),
+            },
+        };
+        let mut waived = legality.waived().to_vec();
+        if let Some((node, reason)) = races::new_race(&snapshot, p) {
+            if !self.checks.is_lowered(Layer::Legality) {
+                let r = Refusal::Race {
+                    transformation: t.name().to_string(),
+                    node,
+                    reason,
+                };
+                return refused(p, snapshot, r);
+            }
+            waived.push(format!("parallel map {node}: {reason}"));
+        }
+        let legality = (self.checks)
+            .lowered_record(Layer::Legality, waived)
+            .unwrap_or_else(|| passed(Layer::Legality, "preconditions; parallel maps race-free"));
+        let mut done = vec![passed(Layer::Structural, ""), legality];
         let hash_after = program_hash(p);
-        if self.checks.is_lowered(Layer::Numerics) {
-            done.push(Layer::Numerics.lowered_note());
-        } else {
-            let run = numerics::Run {
-                original: &snapshot,
-                original_hash: &hash_before,
-                rewritten: p,
-                rewritten_hash: &hash_after,
-                checks: &self.checks,
-            };
-            match run.compare(&mut self.cache) {
-                Ok(note) => done.push(note),
-                Err(failure) => {
-                    let r = failure.refusal(t.name(), anchor);
-                    return refused(p, snapshot, r);
+        match self.checks.lowered_record(Layer::Numerics, Vec::new()) {
+            Some(record) => done.push(record),
+            None => {
+                let run = numerics::Run {
+                    original: &snapshot,
+                    original_hash: &hash_before,
+                    rewritten: p,
+                    rewritten_hash: &hash_after,
+                    checks: &self.checks,
+                };
+                match run.compare(&mut self.cache) {
+                    Ok(how) => done.push(passed(Layer::Numerics, &how)),
+                    Err(failure) => {
+                        let r = failure.refusal(t.name(), anchor);
+                        return refused(p, snapshot, r);
+                    }
                 }
             }
         }
         let (added, removed, modified) = diff::compare(&before, &diff::fingerprints(p));
         Ok(Step {
             transformation: t.name().to_string(),
-            site: site.to_vec(),
-            params: params.clone(),
+            site,
+            params: args.to_params(),
             touched,
             added,
             removed,
@@ -252,6 +400,37 @@ impl Engine {
             checks: done,
         })
     }
+}
+
+/// A rewrite that passed its preconditions, ready for [`Engine::commit`].
+pub struct Planned {
+    pub site: Vec<NodeId>,
+    /// The site's first node, named by refusals.
+    pub anchor: NodeId,
+    plan: super::Plan,
+    args: Args,
+    legality: Legality,
+}
+
+/// Validates `site` and `params` against `t`'s schema and plans the rewrite, changing nothing.
+pub fn plan_at(
+    p: &Program,
+    t: &dyn Transformation,
+    site: &[NodeId],
+    params: &Params,
+    legality_lowered: bool,
+) -> Result<Planned, Refusal> {
+    let anchor = check_site(t.schema(), p, site)?;
+    let args = Args::validate(t.schema(), p, site, anchor, params)?;
+    let mut legality = Legality::new(legality_lowered);
+    let plan = t.plan(p, site, &args, &mut legality)?;
+    Ok(Planned {
+        site: site.to_vec(),
+        anchor,
+        plan,
+        args,
+        legality,
+    })
 }
 
 /// Applies `t` at `site` with a one-off [`Engine`].

@@ -6,7 +6,7 @@ use dmove::analysis::trace::IrTrace;
 use dmove::analysis::{analyze, Options};
 use dmove::ir::{NodeId, NodeKind, Program};
 use dmove::transform::engine::{apply, Checks};
-use dmove::transform::MapTiling;
+use dmove::transform::find;
 
 fn map_named(p: &Program, label: &str) -> NodeId {
     let mut id = None;
@@ -42,7 +42,7 @@ fn picks_the_lowest_dmd_and_records_every_score() {
     let mut q = p.clone();
     apply(
         &mut q,
-        &MapTiling,
+        find("MapTiling").expect("built in"),
         &[acc],
         &choice.params,
         &Checks::default(),

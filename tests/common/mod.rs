@@ -1,6 +1,8 @@
 //! Small hand-built programs shared by integration tests.
 #![allow(dead_code)]
 
+pub mod random;
+
 use dmove::ir::build::{In, Out};
 use dmove::ir::{
     BinOp, DType, DataDesc, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, UnOp,

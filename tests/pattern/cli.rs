@@ -24,7 +24,7 @@ fn lists_matches_and_explains_a_node() {
     let o = dmove_match(&["--pattern", "matmul_add", "--why", "n4"]);
     assert_eq!(
         stdout(&o),
-        "`matmul_add` does not match at n4: `mm`: expected op MatMul, found Add\n"
+        "n4 is the `add` capture of the match anchored at n0: mm=n0 t=n3 add=n4\n"
     );
     let o = dmove_match(&["--pattern", "matmul_add", "--why", "n0"]);
     assert_eq!(

@@ -6,7 +6,7 @@ use dmove::check::{compare_outputs, random_inputs, same_outputs};
 use dmove::codegen::{BuildConfig, Compiled};
 use dmove::interp;
 use dmove::ir::{NodeId, Program, Tensor};
-use dmove::transform::engine::{apply, Checks, Refusal, Step};
+use dmove::transform::engine::{apply, Checks, Layer, Refusal, Step};
 use dmove::transform::{lookup, NotApplicable, Params};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,11 +18,7 @@ pub fn apply_checked(p: &mut Program, name: &str, site: &[NodeId], ps: &Params) 
     let t = lookup(name).unwrap_or_else(|| panic!("{name} is registered"));
     let step =
         apply(p, t, site, ps, &Checks::default()).unwrap_or_else(|e| panic!("{name} applies: {e}"));
-    assert!(
-        step.checks.iter().any(|c| c == "numerics"),
-        "{:?}",
-        step.checks
-    );
+    assert!(step.passed(Layer::Numerics).is_some(), "{:?}", step.checks);
     let inputs = random_inputs(&before, 11).expect("inputs");
     same_outputs(&before, p, &inputs).expect("same outputs as before the step");
     step
@@ -47,6 +43,21 @@ pub fn refused(p: &mut Program, name: &str, site: &[NodeId], ps: &Params, at: No
         }
         other => panic!("expected a precondition refusal, got {other}"),
     }
+}
+
+/// Applies `name` at `site`, expects the engine to reject the call itself (a site that does not
+/// fit the roles, or parameters that do not fit the declarations) before the transformation
+/// runs, and returns the message.
+pub fn rejected(p: &mut Program, name: &str, site: &[NodeId], ps: &Params) -> String {
+    let before = p.clone();
+    let t = lookup(name).unwrap_or_else(|| panic!("{name} is registered"));
+    let err = apply(p, t, site, ps, &Checks::default()).expect_err("rejected");
+    assert_eq!(*p, before, "a rejected call leaves the program unchanged");
+    assert!(
+        matches!(err, Refusal::Params(_) | Refusal::Site(_)),
+        "expected the engine to reject the call, got {err}"
+    );
+    err.to_string()
 }
 
 /// Compiles `p` to C (cache under the test target directory), runs it on random inputs and

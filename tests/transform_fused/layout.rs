@@ -1,7 +1,8 @@
 //! LayoutTransform on the 4-D statistics of a channel Softmax.
 
 use crate::{
-    apply_checked, assert_values, compiled_matches_interpreter, expanded, refused, run, values,
+    apply_checked, assert_values, compiled_matches_interpreter, expanded, refused, rejected, run,
+    values,
 };
 use dmove::ir::text::print;
 use dmove::ir::{Attr, NodeId, NodeKind, Program, SymExpr, Tensor};
@@ -94,8 +95,11 @@ fn refuses_containers_whose_layout_is_fixed() {
         "`x0` is a program input, not a transient: the signature fixes its layout"
     );
     let at = access(&p, "softmax_max");
-    let why = refused(&mut p, "LayoutTransform", &[at], &to("nwhc"), at);
-    assert_eq!(why, "parameter `to` must be `nhwc` or `nchw`, not `nwhc`");
+    let why = rejected(&mut p, "LayoutTransform", &[at], &to("nwhc"));
+    assert_eq!(
+        why,
+        "LayoutTransform: parameter `to` expects one of nhwc, nchw, found the name `nwhc`"
+    );
 
     let mut p = expanded("Softmax", &[], &[&[2, 3, 4]]);
     let at = access(&p, "softmax_sum");

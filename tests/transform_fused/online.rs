@@ -2,7 +2,8 @@
 //! online rescaling.
 
 use crate::{
-    apply_checked, assert_values, compiled_matches_interpreter, expanded, refused, run, top_maps,
+    apply_checked, assert_values, compiled_matches_interpreter, expanded, refused, rejected, run,
+    top_maps,
 };
 use dmove::check::{compare_outputs, same_outputs};
 use dmove::codegen::{BuildConfig, Compiled};
@@ -158,9 +159,9 @@ fn online_mode_refuses_passes_without_a_max_and_bad_modes() {
         .expect("registered")
         .candidates(&p)[0]
         .clone();
-    let why = refused(&mut p, "ReductionFusion", &site, &mode("fast"), site[0]);
+    let why = rejected(&mut p, "ReductionFusion", &site, &mode("fast"));
     assert_eq!(
         why,
-        "parameter `mode` must be `passes`, `online` or `welford`, not `fast`"
+        "ReductionFusion: parameter `mode` expects one of passes, online, welford, found the name `fast`"
     );
 }

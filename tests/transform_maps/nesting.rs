@@ -3,7 +3,7 @@
 use crate::common;
 use crate::{
     apply_checked, assert_matmul, compiled_matches_interpreter, map, map_id, param_names, params,
-    refused,
+    refused, rejected,
 };
 use dmove::transform::{ParamValue, Params};
 
@@ -63,7 +63,7 @@ fn strip_mining_refuses_a_strip_as_long_as_the_loop() {
         why,
         "`i` runs at most 10 times, not more than the strip size 16: nothing to strip-mine"
     );
-    let why = refused(
+    let why = rejected(
         &mut p,
         "StripMining",
         &[id],
@@ -71,9 +71,11 @@ fn strip_mining_refuses_a_strip_as_long_as_the_loop() {
             ("param", ParamValue::Str("q".into())),
             ("size", ParamValue::Int(4)),
         ]),
-        id,
     );
-    assert_eq!(why, "the map has no parameter `q`");
+    assert_eq!(
+        why,
+        "StripMining: parameter `param` expects a map parameter, by name or position, found `q`; the map's parameters are i, j"
+    );
 }
 
 #[test]

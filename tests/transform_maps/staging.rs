@@ -1,7 +1,9 @@
 //! LocalStorage: staging a tile of a container in a local buffer.
 
 use crate::common;
-use crate::{apply_checked, assert_matmul, compiled_matches_interpreter, map_id, params, refused};
+use crate::{
+    apply_checked, assert_matmul, compiled_matches_interpreter, map_id, params, refused, rejected,
+};
 use dmove::ir::{NodeId, Program, Storage};
 use dmove::transform::{ParamValue, Params};
 
@@ -51,8 +53,11 @@ fn local_storage_refuses_a_top_level_map_and_an_unused_container() {
     let (mut p, acc, inner) = tiled_matmul();
     let why = refused(&mut p, "LocalStorage", &[acc], &data("A"), acc);
     assert!(why.starts_with("the map is at the top level"), "{why}");
-    let why = refused(&mut p, "LocalStorage", &[inner], &data("X"), inner);
-    assert_eq!(why, "no container `X` is declared");
+    let why = rejected(&mut p, "LocalStorage", &[inner], &data("X"));
+    assert_eq!(
+        why,
+        "LocalStorage: parameter `data` expects the name of a data container, found `X`, which the program does not declare"
+    );
     let init = map_id(&p, "init");
     apply_checked(
         &mut p,

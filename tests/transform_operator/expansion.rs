@@ -1,6 +1,6 @@
 //! Expand, and Conv's im2col implementation against the reference on awkward shapes.
 
-use super::{applied, assert_reason, node, ops, params, refused, same_results};
+use super::{applied, node, ops, params, rejected, same_results};
 use dmove::check::{random_inputs, same_outputs, single_op_program};
 use dmove::ir::validate::validate;
 use dmove::ir::{Attr, DType, NodeKind, Program, SymExpr};
@@ -77,20 +77,18 @@ fn expand_refuses_unknown_implementations_and_non_library_nodes() {
     let mut p = conv(&[1, 1, 3, 3], &[1, 1, 2, 2], None, &[]);
     let c = node(&p, "Conv", 0);
     let winograd = params(&[("impl", ParamValue::Str("winograd".into()))]);
-    let e = refused(&mut p, "Expand", &[c], &winograd);
-    assert_reason(
-        &e,
-        c,
-        "Conv has no implementation `winograd` (available: pure, im2col)",
+    let e = rejected(&mut p, "Expand", &[c], &winograd);
+    assert_eq!(
+        e,
+        "Expand: parameter `impl` expects an implementation of the operator, found `winograd`; this operator's implementations are pure, im2col"
     );
 
     let mut p = single_op_program("Relu", BTreeMap::new(), &[ty(&[3])], &[]).expect("relu");
     let r = node(&p, "Relu", 0);
-    let e = refused(&mut p, "Expand", &[r], &im2col());
-    assert_reason(
-        &e,
-        r,
-        "Relu has no implementation `im2col` (available: pure)",
+    let e = rejected(&mut p, "Expand", &[r], &im2col());
+    assert_eq!(
+        e,
+        "Expand: parameter `impl` expects an implementation of the operator, found `im2col`; this operator's implementations are pure"
     );
 
     applied(&mut p, "Expand", &[r], &Params::new());
@@ -103,8 +101,11 @@ fn expand_refuses_unknown_implementations_and_non_library_nodes() {
         });
         id.expect("a map")
     };
-    let e = refused(&mut p, "Expand", &[map], &Params::new());
-    assert_reason(&e, map, "node is a map node, not a library node");
+    let e = rejected(&mut p, "Expand", &[map], &Params::new());
+    assert_eq!(
+        e,
+        format!("Expand: {map} (the `node` role) is a map node, not a library node")
+    );
 }
 
 /// Expands the Conv of `p` with im2col and compares with the reference on random inputs.

@@ -1,15 +1,27 @@
 //! The numerics layer: the rewritten program must compute what the original computed.
 //!
-//! Both run on the same deterministic random inputs. Small programs run in the reference
-//! interpreter; when one run would exceed the interpreter's budget and every symbol has a
-//! value, both run as compiled C instead (two compiles, each cached by content). The original's
-//! C outputs are kept by program hash, and a successful step's outputs become the next step's
-//! original outputs, so a sequence of steps compiles each program once.
+//! Only the region the step changed runs ([`region`]): its original and rewritten sides, cut
+//! out as standalone programs with one signature, run on the same deterministic random inputs
+//! and must leave the same values in every container read after the region. Each side runs in
+//! the reference interpreter when its work fits the interpreter's budget, and as compiled C
+//! otherwise (a small program: one map, not the model). When the region cannot be cut out, the
+//! whole programs are compared the same way, and the record says why.
+//!
+//! Compiled-C outputs of original sides (and of whole originals) are kept by program hash; a
+//! successful step's outputs become the next step's original outputs, so a sequence of steps
+//! on the same map compiles each version once (the C compile itself is cached by content too).
 
+// The region modules live beside this file; they are declared here so that the engine module
+// itself needs no change.
+mod region;
+mod standalone;
+
+use super::diff::program_hash;
 use super::{Checks, Refusal};
 use crate::check::{compare_outputs, random_inputs, same_outputs, NumericsError};
 use crate::codegen::Compiled;
 use crate::ir::{Graph, NodeId, NodeKind, Program, Range, SymEnv, SymExpr, Tensor};
+use region::{Isolation, Region};
 use std::collections::BTreeMap;
 
 /// How many programs' C outputs an engine keeps.
@@ -56,10 +68,11 @@ pub(super) struct Run<'a> {
 }
 
 /// Why the numerics layer refused.
+#[derive(Debug)]
 pub(super) enum Failure {
     Numerics(Box<NumericsError>),
-    /// The rewritten program could not be compiled or run as C.
-    Compiled(String),
+    /// The check could not run (too large for the interpreter and not runnable as C).
+    Unchecked(String),
 }
 
 impl Failure {
@@ -71,7 +84,7 @@ impl Failure {
                 node,
                 error,
             },
-            Failure::Compiled(message) => Refusal::CompiledCheck {
+            Failure::Unchecked(message) => Refusal::Unchecked {
                 transformation,
                 node,
                 message,
@@ -81,33 +94,77 @@ impl Failure {
 }
 
 impl Run<'_> {
-    /// Compares outputs; `Ok` carries what was done, in words, for the step's record.
+    /// Compares the region the step changed (the whole programs when the region cannot be cut
+    /// out); `Ok` says how, in words, for the step's record. A comparison that cannot run is a
+    /// failure: an unchecked step is never kept silently.
     pub fn compare(&self, cache: &mut OutputCache) -> Result<String, Failure> {
+        if self.original_hash == self.rewritten_hash {
+            return Ok("program unchanged".to_string());
+        }
+        let unbound = unbound(self.original);
+        if !unbound.is_empty() {
+            let why = format!("symbols without a value: {}", unbound.join(", "));
+            return self.whole(cache, &why);
+        }
+        match region::isolate(self.original, self.rewritten) {
+            Isolation::Region(r) => self.region(cache, &r),
+            Isolation::NotWritten(data) => Err(numerics(NumericsError::Differs {
+                output: data,
+                max_abs_error: f64::INFINITY,
+                worst: None,
+                detail: ": the rewritten region no longer writes it, but it is read after \
+                         the region"
+                    .into(),
+            })),
+            Isolation::Whole(why) => self.whole(cache, &why),
+        }
+    }
+
+    /// Runs both sides of the region on the same random inputs and compares what the original
+    /// side leaves behind. An original side that cannot run on random values (an index
+    /// computed elsewhere, say) falls back to the whole programs.
+    fn region(&self, cache: &mut OutputCache, r: &Region) -> Result<String, Failure> {
+        let all = match shared_inputs(r, self.checks.seed) {
+            Ok(v) => v,
+            Err(e) => return self.whole(cache, &format!("no random inputs for the region: {e}")),
+        };
+        let budget = self.checks.numerics_budget;
+        let (want, how_before) = match run_side(&r.original, &all, budget, cache, true) {
+            Ok(x) => x,
+            Err(e) => {
+                let why = format!("the original region does not run on random inputs: {e}");
+                return self.whole(cache, &why);
+            }
+        };
+        let (got, how_after) =
+            run_side(&r.rewritten, &all, budget, cache, false).map_err(SideError::rewritten)?;
+        compare_outputs(&got, &want).map_err(|e| numerics(in_region(e, r)))?;
+        if let Method::Compiled { hash, .. } = &how_after {
+            cache.put(hash, &inputs_of(&r.rewritten, &all), got);
+        }
+        Ok(record(r, &how_before, &how_after))
+    }
+
+    /// The whole-program comparison: in the interpreter when the original fits its budget,
+    /// otherwise both as compiled C.
+    fn whole(&self, cache: &mut OutputCache, why: &str) -> Result<String, Failure> {
         let budget = self.checks.numerics_budget;
         let w = work(self.original);
         if w.is_some_and(|w| w <= budget) {
             let inputs = random_inputs(self.original, self.checks.seed).map_err(numerics)?;
             same_outputs(self.original, self.rewritten, &inputs).map_err(numerics)?;
-            return Ok("numerics".to_string());
+            return Ok(format!("whole program, reference interpreter ({why})"));
         }
         let too_big = format!(
             "about {} tasklet executions exceed the interpreter budget of {budget}",
             w.map_or("unknown".to_string(), |w| w.to_string())
         );
-        if !self.checks.compiled {
-            return Ok(format!(
-                "numerics skipped: {too_big}, and compiled C checks are off"
-            ));
-        }
-        let unbound: Vec<&str> = (self.original.symbols.iter())
-            .filter(|(_, v)| v.is_none())
-            .map(|(k, _)| k.as_str())
-            .collect();
+        let unbound = unbound(self.original);
         if !unbound.is_empty() {
-            return Ok(format!(
-                "numerics skipped: {too_big}, and compiled C needs values for {}",
+            return Err(Failure::Unchecked(format!(
+                "{too_big}, and compiled C needs values for {} (bind them with --dim)",
                 unbound.join(", ")
-            ));
+            )));
         }
         let inputs = random_inputs(self.original, self.checks.seed).map_err(numerics)?;
         let want = match cache.get(self.original_hash, &inputs) {
@@ -115,18 +172,188 @@ impl Run<'_> {
             None => match run_c(self.original, &inputs) {
                 Ok(o) => o,
                 Err(e) => {
-                    return Ok(format!(
-                    "numerics skipped: {too_big}, and the original cannot run as compiled C: {e}"
-                ))
+                    return Err(Failure::Unchecked(format!(
+                        "{too_big}, and the original cannot run as compiled C: {e}"
+                    )))
                 }
             },
         };
-        let got = run_c(self.rewritten, &inputs).map_err(|e| Failure::Compiled(e.to_string()))?;
+        let got = run_c(self.rewritten, &inputs).map_err(|e| {
+            Failure::Unchecked(format!(
+                "the rewritten program cannot run as compiled C: {e}"
+            ))
+        })?;
         cache.put(self.original_hash, &inputs, want.clone());
         compare_outputs(&got, &want).map_err(numerics)?;
         cache.put(self.rewritten_hash, &inputs, got);
-        Ok(format!("numerics (compiled C; {too_big})"))
+        Ok(format!("whole program, compiled C; {too_big} ({why})"))
     }
+}
+
+/// Symbols without a value.
+fn unbound(p: &Program) -> Vec<&str> {
+    (p.symbols.iter())
+        .filter(|(_, v)| v.is_none())
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
+/// Random values for every input of either side (one value per name, the original's first).
+fn shared_inputs(r: &Region, seed: u64) -> Result<Values, NumericsError> {
+    let mut all = random_inputs(&r.original, seed)?;
+    for (name, t) in random_inputs(&r.rewritten, seed)? {
+        all.entry(name).or_insert(t);
+    }
+    Ok(all)
+}
+
+/// The values of `p`'s own inputs (C refuses unexpected ones).
+fn inputs_of(p: &Program, all: &Values) -> Values {
+    (p.inputs.iter())
+        .filter_map(|n| all.get(n).map(|t| (n.clone(), t.clone())))
+        .collect()
+}
+
+/// A difference found in the region, naming the region's nodes.
+fn in_region(e: NumericsError, r: &Region) -> NumericsError {
+    match e {
+        NumericsError::Differs {
+            output,
+            max_abs_error,
+            worst,
+            detail,
+        } => NumericsError::Differs {
+            output,
+            max_abs_error,
+            worst,
+            detail: format!("{detail} (after the region {})", ids(&r.before)),
+        },
+        other => other,
+    }
+}
+
+fn ids(v: &[NodeId]) -> String {
+    let v: Vec<String> = v.iter().map(|n| n.to_string()).collect();
+    v.join(", ")
+}
+
+/// `region of 2 nodes (1 after), reference interpreter`.
+fn record(r: &Region, before: &Method, after: &Method) -> String {
+    let count = |n: usize| match n {
+        1 => "1 node".to_string(),
+        n => format!("{n} nodes"),
+    };
+    let mut size = format!("region of {}", count(r.before.len()));
+    if r.after.len() != r.before.len() {
+        size.push_str(&format!(" ({} after)", r.after.len()));
+    }
+    if before.name() == after.name() {
+        format!("{size}, {}", after.describe())
+    } else {
+        format!(
+            "{size}, original in {}, rewritten in {}",
+            before.describe(),
+            after.describe()
+        )
+    }
+}
+
+/// How one side of a region ran.
+enum Method {
+    Interpreter,
+    Compiled { hash: String, work: Option<u64> },
+}
+
+impl Method {
+    fn name(&self) -> &'static str {
+        match self {
+            Method::Interpreter => "reference interpreter",
+            Method::Compiled { .. } => "compiled C",
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Method::Interpreter => self.name().to_string(),
+            Method::Compiled { work: Some(w), .. } => {
+                format!("compiled C (about {w} tasklet executions)")
+            }
+            Method::Compiled { work: None, .. } => self.name().to_string(),
+        }
+    }
+}
+
+/// Why one side of a region could not run.
+enum SideError {
+    Interp(crate::interp::InterpError),
+    Compiled(crate::codegen::CodegenError),
+    /// Library nodes (interpreter only) with more work than the interpreter budget.
+    TooBig(String),
+}
+
+impl std::fmt::Display for SideError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SideError::Interp(e) => write!(f, "{e}"),
+            SideError::Compiled(e) => write!(f, "as compiled C: {e}"),
+            SideError::TooBig(m) => f.write_str(m),
+        }
+    }
+}
+
+impl SideError {
+    /// The rewritten side failing is the step's failure.
+    fn rewritten(self) -> Failure {
+        match self {
+            SideError::Interp(e) => numerics(NumericsError::Rewritten(e)),
+            SideError::Compiled(e) => Failure::Unchecked(format!(
+                "the rewritten region cannot run as compiled C: {e}"
+            )),
+            SideError::TooBig(m) => Failure::Unchecked(format!("the rewritten region: {m}")),
+        }
+    }
+}
+
+/// Runs `p` on its share of `all`: in the interpreter when its work fits `budget` (or it
+/// holds library nodes, which only the interpreter runs), else as compiled C, reusing kept
+/// outputs of an original side.
+fn run_side(
+    p: &Program,
+    all: &Values,
+    budget: u64,
+    cache: &mut OutputCache,
+    original: bool,
+) -> Result<(Values, Method), SideError> {
+    let inputs = inputs_of(p, all);
+    let w = work(p);
+    let mut library = false;
+    p.graph
+        .walk(&mut |n| library |= matches!(n.kind, NodeKind::Library(_)));
+    if w.is_some_and(|w| w <= budget) {
+        let out = crate::interp::run(p, &inputs).map_err(SideError::Interp)?;
+        return Ok((out, Method::Interpreter));
+    }
+    if library {
+        return Err(SideError::TooBig(format!(
+            "it holds library nodes, which only the interpreter runs, and about {} tasklet \
+                 executions exceed its budget of {budget}",
+            w.map_or("unknown".to_string(), |w| w.to_string())
+        )));
+    }
+    let hash = program_hash(p);
+    let cached = if original {
+        cache.get(&hash, &inputs)
+    } else {
+        None
+    };
+    let out = match cached {
+        Some(o) => o,
+        None => run_c(p, &inputs).map_err(SideError::Compiled)?,
+    };
+    if original {
+        cache.put(&hash, &inputs, out.clone());
+    }
+    Ok((out, Method::Compiled { hash, work: w }))
 }
 
 fn numerics(e: NumericsError) -> Failure {

@@ -45,6 +45,9 @@ pub struct Repeated {
     pub steps: Vec<Step>,
     /// Sites whose preconditions held but whose rewrite was refused (and rolled back).
     pub refused: Vec<Refusal>,
+    /// Why each remaining candidate was skipped on the last look (when the stop is a fixpoint,
+    /// the reasons the transformation applies nowhere else).
+    pub skipped: Vec<Refusal>,
     pub stop: StopReason,
     pub elapsed: Duration,
 }
@@ -64,6 +67,7 @@ impl Engine {
         let mut steps = Vec::new();
         let mut refused = Vec::new();
         let mut refused_sites: Vec<Vec<NodeId>> = Vec::new();
+        let mut skipped = Vec::new();
         let stop = loop {
             if steps.len() >= budget.max_steps {
                 break StopReason::StepLimit;
@@ -74,14 +78,25 @@ impl Engine {
             {
                 break StopReason::TimeLimit;
             }
-            let next = t
-                .candidates(p)
-                .into_iter()
-                .find(|site| !refused_sites.contains(site) && t.check(p, site, params).is_ok());
-            let Some(site) = next else {
+            skipped.clear();
+            let mut next = None;
+            for site in t.candidates(p) {
+                if refused_sites.contains(&site) {
+                    continue;
+                }
+                match self.plan(p, t, &site, params) {
+                    Ok(planned) => {
+                        next = Some(planned);
+                        break;
+                    }
+                    Err(why) => skipped.push(why),
+                }
+            }
+            let Some(planned) = next else {
                 break StopReason::Fixpoint;
             };
-            match self.apply(p, t, &site, params) {
+            let site = planned.site.clone();
+            match self.commit(p, t, planned) {
                 Ok(step) => steps.push(step),
                 Err(e) => {
                     refused.push(e);
@@ -92,6 +107,7 @@ impl Engine {
         Repeated {
             steps,
             refused,
+            skipped,
             stop,
             elapsed: start.elapsed(),
         }

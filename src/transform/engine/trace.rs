@@ -25,7 +25,7 @@ pub struct Trace {
 pub enum TraceError {
     #[error("the trace is not valid JSON for a dmove trace: {0}")]
     Json(#[from] serde_json::Error),
-    #[error("cannot access trace file {path}: {source}")]
+    #[error("cannot access trace file {path}")]
     Io {
         path: PathBuf,
         #[source]

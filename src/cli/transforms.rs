@@ -1,0 +1,84 @@
+//! `dmove transforms`: every transformation's schema — site roles and typed parameters — in
+//! words, or as JSON for tools (recipe checkers, shell completion).
+
+use super::{output_path, print_json, write_output, CliError};
+use crate::transform::{Default, ParamDecl, ParamKind, Role, Schema};
+
+/// `dmove transforms`
+#[derive(Clone, Debug, clap::Args)]
+pub struct TransformsArgs {
+    /// Print every transformation's full schema as JSON: name, level, doc, site roles (name,
+    /// node class, optional, doc) and parameters (name, type with domain, required, default,
+    /// doc).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn transforms(args: &TransformsArgs) -> Result<(), CliError> {
+    let schemas: Vec<&Schema> = crate::transform::all().iter().map(|t| t.schema()).collect();
+    if args.json {
+        return print_json(&schemas);
+    }
+    let text: String = schemas
+        .iter()
+        .map(|s| render(s))
+        .collect::<Vec<_>>()
+        .join("\n");
+    write_output(output_path(None), text.as_bytes())
+}
+
+/// One transformation as a block: name and level, doc, site roles, parameters.
+fn render(s: &Schema) -> String {
+    let mut out = format!("{} ({:?})\n    {}\n", s.name, s.level, s.doc);
+    out.push_str("    site:\n");
+    for r in s.site {
+        out.push_str(&format!("      {}\n", role(r)));
+    }
+    if s.params.is_empty() {
+        out.push_str("    params: none\n");
+    } else {
+        out.push_str("    params:\n");
+        for d in s.params {
+            out.push_str(&format!("      {}\n", param(d)));
+            if d.kind == ParamKind::Implementation {
+                out.push_str(&implementations());
+            }
+        }
+    }
+    out
+}
+
+/// `producer: a map — the map whose result is consumed` (`(optional)` when it may be left out).
+fn role(r: &Role) -> String {
+    let optional = if r.optional { " (optional)" } else { "" };
+    format!("{}: {}{optional} — {}", r.name, r.class.describe(), r.doc)
+}
+
+/// `tiles: one integer per map parameter, each in 0.. (e.g. 32,32,0); required — tile size …`.
+fn param(d: &ParamDecl) -> String {
+    let default = match d.default {
+        Default::Required => "required".to_string(),
+        Default::Optional => "optional".to_string(),
+        Default::Int(v) => format!("default {v}"),
+        Default::Bool(b) => format!("default {b}"),
+        Default::Str(s) => format!("default {s}"),
+    };
+    format!("{}: {}; {default} — {}", d.name, d.kind.describe(), d.doc)
+}
+
+/// Which implementations each operator offers (the first is its default), since an
+/// implementation parameter's values depend on the operator at the site. Operators with only
+/// `pure` are summarised in one line.
+fn implementations() -> String {
+    let mut out = String::from(
+        "        the implementations depend on the operator; the first is its default:\n",
+    );
+    for op in crate::ops::all() {
+        if op.expansions() != ["pure"] {
+            let list = op.expansions().join(", ");
+            out.push_str(&format!("          {}: {list}\n", op.name()));
+        }
+    }
+    out.push_str("          every other operator: pure\n");
+    out
+}

@@ -1,0 +1,347 @@
+//! MapFusion: fuse a producer map into the consumer map that reads its result element by element.
+//!
+//! ```text
+//! before:  map [i = 0:N] { T[i] = f(X[i]) }      T: transient f32[N]
+//!          map [i = 0:N] { Y[i] = g(T[i]) }
+//! after:   map [i = 0:N] { t = f(X[i]); Y[i] = g(t) }   t: register f32[]
+//! ```
+//! The intermediate array disappears: each value is produced and consumed in a register, which
+//! removes a full write and read of `T` from memory. The fused map keeps the consumer's id.
+
+use crate::ir::rewrite::substitute_symbols;
+use crate::ir::{
+    DType, DataDesc, DataKind, Graph, MapNode, Memlet, NodeId, NodeKind, Program, Storage, Subset,
+    SymExpr,
+};
+use crate::transform::support::scope::{link, scope_candidates, uses};
+use crate::transform::support::splice::replace_pair;
+use crate::transform::{
+    expect_map, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    Transformation,
+};
+use petgraph::stable_graph::NodeIndex;
+use std::collections::BTreeMap;
+
+pub struct MapFusion;
+
+const SCHEMA: Schema = Schema {
+    name: "MapFusion",
+    level: Level::InterOperator,
+    doc: "fuse a producer map into its element-wise consumer; the intermediate array becomes a register",
+    site: &[
+        Role::new("producer", NodeClass::Map, "the map that writes the intermediate array"),
+        Role::new(
+            "consumer",
+            NodeClass::Map,
+            "the map that reads it element by element; the fused map keeps its id",
+        ),
+    ],
+    params: &[],
+};
+
+/// What the rewrite needs, found while planning.
+struct Fusion {
+    producer: NodeId,
+    consumer: NodeId,
+    /// The access node through which the consumer reads what the producer writes.
+    link: NodeId,
+    /// The intermediate array and the register that replaces it.
+    t: String,
+    scalar: String,
+    dtype: DType,
+}
+
+impl Transformation for MapFusion {
+    fn schema(&self) -> &'static Schema {
+        &SCHEMA
+    }
+
+    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
+        let mut out = Vec::new();
+        scope_candidates(&p.graph, &mut out);
+        out
+    }
+
+    fn plan(
+        &self,
+        p: &Program,
+        site: &[NodeId],
+        _args: &Args,
+        legality: &mut Legality,
+    ) -> Result<Plan, NotApplicable> {
+        let f = self.fusable(p, site[0], site[1], legality)?;
+        Ok(Plan::new(move |p| fuse(p, f)))
+    }
+}
+
+impl MapFusion {
+    /// Checks every precondition of fusing `producer` into `consumer`. Structural: one scope, a
+    /// linking global transient with exactly this producer and consumer, no nested use of it.
+    /// Legality: equal iteration spaces, element-wise accesses at the map parameters, and no
+    /// other container flowing between the two maps.
+    fn fusable(
+        &self,
+        p: &Program,
+        producer: NodeId,
+        consumer: NodeId,
+        legality: &mut Legality,
+    ) -> Result<Fusion, NotApplicable> {
+        let (pm, cm) = (
+            expect_map(self, p, producer)?,
+            expect_map(self, p, consumer)?,
+        );
+        let why = |r: String| refuse(self, consumer, r);
+        let (g, pi) = p
+            .graph
+            .locate(producer)
+            .ok_or_else(|| why("no such producer".into()))?;
+        let ci = g.index_of(consumer).ok_or_else(|| {
+            why(format!(
+                "producer {producer} and consumer are in different scopes"
+            ))
+        })?;
+        let (link_node, t) = link(g, pi, ci).ok_or_else(|| {
+            why(format!(
+                "consumer does not read anything that map {producer} writes"
+            ))
+        })?;
+        let desc = (p.data.get(&t)).ok_or_else(|| why(format!("`{t}` is not declared")))?;
+        if desc.kind != DataKind::Transient || desc.storage != Storage::Global {
+            return Err(why(format!(
+                "`{t}` is not a global transient (it is {} {}), so it must stay in memory",
+                desc.kind.name(),
+                desc.storage.name()
+            )));
+        }
+        // Uses outside the two bodies: exactly the link (written by the producer, read by the consumer).
+        let (all_r, all_w) = uses(&p.graph, &t);
+        let (pr, pw) = uses(&pm.body, &t);
+        let (cr, cw) = uses(&cm.body, &t);
+        let readers = all_r.saturating_sub(pr + cr);
+        let writers = all_w.saturating_sub(pw + cw);
+        if readers != 1 || writers != 1 {
+            return Err(why(format!("`{t}` is read by {readers} and written by {writers} nodes; fusion needs exactly one producer and one consumer")));
+        }
+        legality.holds(same_space(pm, cm).map_err(why))?;
+        let element =
+            |m: &MapNode| Subset::element(m.params.iter().map(|q| SymExpr::sym(q.name.as_str())));
+        nested_use(&pm.body, &t).map_err(|r| why(format!("producer: {r}")))?;
+        legality.holds(
+            element_accesses(&pm.body, &t, &element(pm), true)
+                .map_err(|r| why(format!("producer: {r}"))),
+        )?;
+        nested_use(&cm.body, &t).map_err(|r| why(format!("consumer: {r}")))?;
+        legality.holds(
+            element_accesses(&cm.body, &t, &element(cm), false)
+                .map_err(|r| why(format!("consumer: {r}"))),
+        )?;
+        legality.holds(crossed(g, pi, ci, &t).map_err(why))?;
+        Ok(Fusion {
+            producer,
+            consumer,
+            link: g.node(link_node).id,
+            scalar: p.fresh_data_name(&format!("{t}_reg")),
+            dtype: desc.dtype,
+            t,
+        })
+    }
+}
+
+/// The rewrite: declares the register, replaces the two maps and their link by the fused map,
+/// and drops the intermediate array once nothing uses it.
+fn fuse(p: &mut Program, f: Fusion) -> Result<Vec<NodeId>, NotApplicable> {
+    let fail = |r: &str| refuse(&MapFusion, f.consumer, r);
+    let mut reg = DataDesc::new(f.dtype, Vec::new(), DataKind::Transient);
+    reg.storage = Storage::Register;
+    p.data.insert(f.scalar.clone(), reg);
+    let mut edit = p.edit(f.consumer).ok_or_else(|| fail("no consumer"))?;
+    let g = &mut *edit.graph;
+    let ci = edit.idx;
+    let pi = g.index_of(f.producer).ok_or_else(|| fail("no producer"))?;
+    let link_node = g.index_of(f.link).ok_or_else(|| fail("no link"))?;
+    let (t, scalar) = (&f.t, &f.scalar);
+    let fi = replace_pair(g, (pi, ci), &[link_node], (f.consumer, true), |pm, cm| {
+        fuse_bodies(pm, cm, t, scalar)
+    })
+    .ok_or_else(|| fail("producer or consumer is not a map"))?;
+    edit.refresh_boundary(fi);
+    if uses(&p.graph, &f.t) == (0, 0) {
+        p.data.remove(&f.t);
+    }
+    Ok(vec![f.producer, f.consumer])
+}
+
+/// Equal iteration spaces (same ranges, position by position), or why not.
+fn same_space(pm: &MapNode, cm: &MapNode) -> Result<(), String> {
+    let equal = pm.params.len() == cm.params.len()
+        && pm
+            .params
+            .iter()
+            .zip(&cm.params)
+            .all(|(a, b)| a.range == b.range);
+    if equal {
+        Ok(())
+    } else {
+        Err(format!(
+            "iteration spaces differ: producer {} vs consumer {}",
+            ranges(pm),
+            ranges(cm)
+        ))
+    }
+}
+
+/// A container other than `t` flowing between the two maps (the consumer reading what the
+/// producer writes, or the producer reading what the consumer writes), which fusing would
+/// reorder.
+fn crossed(g: &Graph, pi: NodeIndex, ci: NodeIndex, t: &str) -> Result<(), String> {
+    let writes = |i: NodeIndex| -> Vec<String> {
+        g.out_edges(i)
+            .iter()
+            .map(|e| e.memlet.data.clone())
+            .collect()
+    };
+    let (p_writes, c_writes) = (writes(pi), writes(ci));
+    if let Some(d) = g
+        .in_edges(ci)
+        .iter()
+        .map(|e| &e.memlet.data)
+        .find(|d| **d != t && p_writes.contains(d))
+    {
+        return Err(format!(
+            "consumer also reads `{d}`, which the producer writes"
+        ));
+    }
+    if let Some(d) = g
+        .in_edges(pi)
+        .iter()
+        .map(|e| &e.memlet.data)
+        .find(|d| c_writes.contains(d))
+    {
+        return Err(format!("producer reads `{d}`, which the consumer writes"));
+    }
+    Ok(())
+}
+
+fn ranges(m: &MapNode) -> String {
+    let v: Vec<String> = m
+        .params
+        .iter()
+        .map(|q| format!("{} = {}", q.name, q.range))
+        .collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// Inside one body, `data` is accessed only by tasklets directly in it: the rewrite redirects
+/// those accesses to the register and cannot reach into nested maps.
+fn nested_use(body: &Graph, data: &str) -> Result<(), String> {
+    for idx in body.g.node_indices() {
+        match &body.node(idx).kind {
+            NodeKind::Access(d) if d == data => {
+                let others = (body.in_edges(idx).into_iter())
+                    .chain(body.out_edges(idx))
+                    .map(|e| e.other);
+                if others
+                    .into_iter()
+                    .any(|o| !matches!(body.node(o).kind, NodeKind::Tasklet(_)))
+                {
+                    return Err(format!(
+                        "`{data}` is accessed by a nested map, not element-wise"
+                    ));
+                }
+            }
+            NodeKind::Map(m) if m.body.data_used().contains(data) => {
+                return Err(format!("`{data}` is accessed inside a nested map"));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Inside one body: `data` is accessed only at `expected`, with no resolution, written exactly
+/// once (producer) or only read (consumer) — so each register value is the element it replaces.
+fn element_accesses(
+    body: &Graph,
+    data: &str,
+    expected: &Subset,
+    producer: bool,
+) -> Result<(), String> {
+    let mut writes = 0;
+    for idx in body.g.node_indices() {
+        if !matches!(&body.node(idx).kind, NodeKind::Access(d) if d == data) {
+            continue;
+        }
+        let edges = (body.in_edges(idx).into_iter().map(|e| (e, true)))
+            .chain(body.out_edges(idx).into_iter().map(|e| (e, false)));
+        for (e, write) in edges {
+            if e.memlet.subset != *expected {
+                return Err(format!(
+                    "accesses {data}{} instead of {data}{expected}",
+                    e.memlet.subset
+                ));
+            }
+            if e.memlet.wcr.is_some() {
+                return Err(format!("writes `{data}` with write-conflict resolution"));
+            }
+            writes += usize::from(write);
+        }
+    }
+    match (producer, writes) {
+        (true, 1) | (false, 0) => Ok(()),
+        (true, n) => Err(format!("writes `{data}` {n} times; expected once")),
+        (false, _) => Err(format!("writes `{data}`")),
+    }
+}
+
+/// The consumer's map with the producer's body (renamed to the consumer's parameters) in front
+/// of its own, connected through the register `scalar` instead of the array `t`.
+fn fuse_bodies(pm: MapNode, cm: MapNode, t: &str, scalar: &str) -> MapNode {
+    let rename: BTreeMap<String, SymExpr> = pm
+        .params
+        .iter()
+        .zip(&cm.params)
+        .map(|(a, b)| (a.name.clone(), SymExpr::sym(b.name.as_str())))
+        .collect();
+    let mut body = pm.body;
+    substitute_symbols(&mut body, &|s| rename.get(s).cloned());
+    let to_scalar = |m: &mut Memlet| {
+        if m.data == t {
+            m.data = scalar.to_string();
+            m.subset = Subset::default();
+        }
+    };
+    let mut produced = None;
+    for idx in body.g.node_indices().collect::<Vec<_>>() {
+        if matches!(&body.node(idx).kind, NodeKind::Access(d) if d == t) {
+            body.node_mut(idx).kind = NodeKind::Access(scalar.to_string());
+            produced = Some(idx);
+        }
+    }
+    for m in body.g.edge_weights_mut() {
+        to_scalar(m);
+    }
+    let consumer = cm.body;
+    let mut map: BTreeMap<NodeIndex, NodeIndex> = BTreeMap::new();
+    for idx in consumer.g.node_indices() {
+        let node = consumer.node(idx);
+        let target = match (&node.kind, produced) {
+            (NodeKind::Access(d), Some(src)) if d == t => src,
+            _ => body.add_node(node.clone()),
+        };
+        map.insert(idx, target);
+    }
+    for e in consumer.g.edge_indices() {
+        let ends = consumer.g.edge_endpoints(e);
+        let Some((s, d)) = ends.and_then(|(s, d)| Some((*map.get(&s)?, *map.get(&d)?))) else {
+            continue;
+        };
+        let mut m = consumer.g[e].clone();
+        to_scalar(&mut m);
+        body.add_edge(s, d, m);
+    }
+    MapNode {
+        params: cm.params,
+        schedule: cm.schedule,
+        body,
+    }
+}
