@@ -13,7 +13,7 @@ use dmove::ir::{
 };
 use dmove::transform::engine::{Checks, Engine, Layer, Outcome, Refusal};
 use dmove::transform::{
-    Args, Legality, Level, NodeClass, NotApplicable, Params, Plan, Role, Schema, Transformation,
+    Call, Level, NodeClass, NotApplicable, Params, Plan, Role, Schema, Transformation,
 };
 
 const MAP: &[Role] = &[Role::new("map", NodeClass::Map, "the map to break")];
@@ -34,17 +34,8 @@ impl Transformation for WrongResult {
     fn schema(&self) -> &'static Schema {
         &WRONG
     }
-    fn candidates(&self, _: &Program) -> Vec<Vec<NodeId>> {
-        Vec::new()
-    }
-    fn plan(
-        &self,
-        _: &Program,
-        site: &[NodeId],
-        _: &Args,
-        _: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
-        let id = site[0];
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
         Ok(Plan::new(move |p| {
             let edit = p.edit(id).expect("the site is a map");
             if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
@@ -78,17 +69,8 @@ impl Transformation for InvalidIr {
     fn schema(&self) -> &'static Schema {
         &INVALID
     }
-    fn candidates(&self, _: &Program) -> Vec<Vec<NodeId>> {
-        Vec::new()
-    }
-    fn plan(
-        &self,
-        _: &Program,
-        site: &[NodeId],
-        _: &Args,
-        _: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
-        let id = site[0];
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
         Ok(Plan::new(move |p| {
             p.data.retain(|_, d| d.kind != DataKind::Transient);
             Ok(vec![id])
@@ -111,17 +93,8 @@ impl Transformation for Racy {
     fn schema(&self) -> &'static Schema {
         &RACY
     }
-    fn candidates(&self, _: &Program) -> Vec<Vec<NodeId>> {
-        Vec::new()
-    }
-    fn plan(
-        &self,
-        _: &Program,
-        site: &[NodeId],
-        _: &Args,
-        _: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
-        let id = site[0];
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
         Ok(Plan::new(move |p| {
             let edit = p.edit(id).expect("the site is a map");
             if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {

@@ -1,27 +1,27 @@
-//! The `dmove` binary end to end: the README's tour, bad input, and a small demo.
+//! The `dmove` binary end to end: the README's tour, bad input, and a small demo; the modules
+//! under `tests/cli/` cover each command's behaviour (schemas, parameter errors, reports,
+//! `--explain`, invalid input, output files, `match`, the demo's JSON, `--help`).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "cli/apply.rs"]
+mod apply;
+#[path = "cli/demo.rs"]
+mod demo;
+#[path = "cli/help.rs"]
+mod help;
+#[path = "cli/invalid_input.rs"]
+mod invalid_input;
+#[path = "cli/matching.rs"]
+mod matching;
+#[path = "cli/output.rs"]
+mod output;
+#[path = "cli/params.rs"]
+mod params;
+#[path = "cli/support.rs"]
+mod support;
+#[path = "cli/transforms.rs"]
+mod transforms;
 
-fn dmove(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dmove"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{dmove, fixture, stderr};
 
 #[test]
 fn readme_tour_runs_as_written() {

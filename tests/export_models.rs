@@ -3,8 +3,8 @@
 //! nodes, torch's naming), then imported with their dimensions bound (library and CLI), checked
 //! for folded shape subgraphs and exact operator counts, lowered to C and compared with the
 //! reference interpreter, and the interpreter compared with ONNX Runtime (required when
-//! `DMOVE_REQUIRE_PEER` is set). The builders live in `export_models/`; widths are small,
-//! structures are the real ones.
+//! `DMOVE_REQUIRE_PEER=1`, as CI sets it; otherwise a missing peer prints a `SKIPPED:` line).
+//! The builders live in `export_models/`; widths are small, structures are the real ones.
 
 #[path = "export_models/bert.rs"]
 mod bert;
@@ -12,6 +12,8 @@ mod bert;
 mod decoder;
 #[path = "export_models/net.rs"]
 mod net;
+#[path = "support/peer.rs"]
+mod peer_support;
 #[path = "export_models/pipeline.rs"]
 mod pipeline;
 #[path = "export_models/resnet.rs"]
@@ -107,7 +109,11 @@ fn check_resnet(cfg: &ResNetConfig, (batch, size): (i64, i64), expected_ops: &[(
         largest > 0.1 && largest.is_finite(),
         "logits up to {largest}"
     );
-    onnxruntime_agrees(&model.bytes, &inputs, &ours);
+    let what = format!(
+        "ResNet-50-shaped export (opset {}, batchnorm {})",
+        cfg.opset, cfg.batchnorm
+    );
+    onnxruntime_agrees(&what, &model.bytes, &inputs, &ours);
 }
 
 /// The eval-mode export: BN folded into conv biases, `torch.flatten` as Flatten, opset 17;
@@ -226,7 +232,8 @@ fn check_bert(cfg: &BertConfig, expected_ops: &[(&str, usize)]) {
         [BATCH, SEQ, cfg.hidden as usize]
     );
     assert_eq!(ours[bert::POOLED].shape, [BATCH, cfg.hidden as usize]);
-    onnxruntime_agrees(&model.bytes, &inputs, &ours);
+    let what = format!("BERT-shaped export (opset {})", cfg.opset);
+    onnxruntime_agrees(&what, &model.bytes, &inputs, &ours);
 }
 
 /// Operators common to both opsets: embeddings (2 Adds), mask (Unsqueeze ×2, Cast, Sub, Mul),
@@ -351,7 +358,7 @@ fn gqa_decoder_shaped_export_matches_through_c_and_onnxruntime() {
         ours[decoder::LOGITS].shape,
         [BATCH, SEQ, cfg.vocab as usize]
     );
-    onnxruntime_agrees(&model.bytes, &inputs, &ours);
+    onnxruntime_agrees("GQA-decoder-shaped export", &model.bytes, &inputs, &ours);
 }
 
 /// Without `--dim`, the shape subgraphs cannot fold, and the error names the dimensions to bind

@@ -1,8 +1,11 @@
 //! Reductions, Instance / Group normalisation, ConvTranspose, Einsum, Mean, Mish and Dropout:
 //! reference results against hand-computed values, shape-inference errors, expansions against
-//! the reference on awkward shapes, and one compiled C program holding every operator.
-//! This file holds the shared helpers and the C test; each family has its own module.
+//! the reference on awkward shapes, and compiled C programs holding every operator (the list is
+//! `ops_reduce/c_tested.rs`). This file holds the shared helpers and the C tests; each family has
+//! its own module.
 
+#[path = "ops_reduce/c_tested.rs"]
+mod c_tested;
 #[path = "ops_reduce/conv_transpose.rs"]
 mod conv_transpose;
 #[path = "ops_reduce/einsum.rs"]
@@ -20,7 +23,7 @@ use dmove::ir::{Attr, DType, DataDesc, DataKind, LibraryNode, Program, SymExpr, 
 use dmove::ops::{lookup, OpError, TensorType};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// Attributes keyed by name, as a library node holds them.
@@ -163,21 +166,24 @@ pub fn random(shape: &[usize], seed: u64, lo: f32, hi: f32) -> Tensor {
     )
 }
 
-/// One application in the combined C program: operator, attributes, inputs (shape, or a
+/// One application in a combined C program: operator, attributes, inputs (shape, or a
 /// constant value) and the number of outputs it produces.
-struct Case {
-    op: &'static str,
-    attrs: Vec<(&'static str, Attr)>,
-    inputs: Vec<Operand>,
-    outputs: usize,
+pub struct Case {
+    pub op: &'static str,
+    pub attrs: Vec<(&'static str, Attr)>,
+    pub inputs: Vec<Operand>,
+    pub outputs: usize,
 }
 
-enum Operand {
+pub enum Operand {
+    /// A graph input with `random_inputs`' values (floats in [-2, 2)).
     Random(DType, Vec<usize>),
+    /// An f32 graph input with values in [0.1, 2) (for logarithms of sums).
+    Positive(Vec<usize>),
     Constant(Tensor),
 }
 
-fn case(op: &'static str, a: Vec<(&'static str, Attr)>, shapes: &[&[usize]]) -> Case {
+pub fn case(op: &'static str, a: Vec<(&'static str, Attr)>, shapes: &[&[usize]]) -> Case {
     Case {
         op,
         attrs: a,
@@ -189,6 +195,11 @@ fn case(op: &'static str, a: Vec<(&'static str, Attr)>, shapes: &[&[usize]]) -> 
     }
 }
 
+/// The name of input `i` of case `k` in `combined`'s program.
+fn input_name(k: usize, i: usize) -> String {
+    format!("n{k}_x{i}")
+}
+
 /// A program with one independent library node per case, each with its own containers.
 fn combined(cases: &[Case]) -> Program {
     let mut p = Program::new("ops_reduce");
@@ -198,9 +209,10 @@ fn combined(cases: &[Case]) -> Program {
         let mut types = Vec::new();
         let mut consts = Vec::new();
         for (i, operand) in c.inputs.iter().enumerate() {
-            let name = format!("n{k}_x{i}");
+            let name = input_name(k, i);
             let (dtype, shape, kind) = match operand {
                 Operand::Random(d, s) => (*d, s.clone(), DataKind::Input),
+                Operand::Positive(s) => (DType::F32, s.clone(), DataKind::Input),
                 Operand::Constant(t) => (t.dtype(), t.shape.clone(), DataKind::Constant),
             };
             let shape: Vec<SymExpr> = shape.iter().map(|&d| SymExpr::from(d)).collect();
@@ -208,7 +220,7 @@ fn combined(cases: &[Case]) -> Program {
             p.data
                 .insert(name.clone(), DataDesc::new(dtype, shape, kind));
             match operand {
-                Operand::Random(..) => {
+                Operand::Random(..) | Operand::Positive(..) => {
                     p.inputs.push(name.clone());
                     consts.push(None);
                 }
@@ -222,7 +234,7 @@ fn combined(cases: &[Case]) -> Program {
         let out_types = lookup(c.op)
             .expect("known operator")
             .infer(&node(c.op, &c.attrs), &types, &consts)
-            .expect("infers");
+            .unwrap_or_else(|e| panic!("case {k} ({} {:?}): {e}", c.op, c.attrs));
         let mut outs = Vec::new();
         for (j, t) in out_types.iter().take(c.outputs).enumerate() {
             let name = format!("n{k}_y{j}");
@@ -245,10 +257,60 @@ fn combined(cases: &[Case]) -> Program {
     p
 }
 
-/// One C program with an instance of every operator of this family, compiled once, against
-/// the interpreter running the unexpanded program (the operators' reference `eval`).
-#[test]
-fn every_operator_compiles_to_c_and_matches_the_reference() {
+/// Builds one program from `cases`, expands every library node, compiles the C once, runs it on
+/// random inputs and compares every output with the interpreter running the unexpanded program
+/// (the operators' reference `eval`).
+pub fn c_matches_reference(cases: &[Case], seed: u64) {
+    assert!(!cases.is_empty(), "no cases to compile");
+    let original = combined(cases);
+    dmove::ir::validate::validate(&original).expect("valid");
+    let mut lowered = original.clone();
+    dmove::ops::expand::expand_all(&mut lowered).expect("expands");
+    dmove::ir::validate::validate(&lowered).expect("valid after expansion");
+    let mut left = Vec::new();
+    lowered.graph.walk(&mut |n| {
+        if let dmove::ir::NodeKind::Library(lib) = &n.kind {
+            left.push(lib.op.clone());
+        }
+    });
+    assert!(
+        left.is_empty(),
+        "library nodes left after expansion: {left:?}"
+    );
+    let mut config = BuildConfig::from_env();
+    config.cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("codegen-cache");
+    let compiled = Compiled::build_with(&lowered, &config).expect("compiles");
+    let mut inputs = random_inputs(&original, seed).expect("inputs");
+    for (k, c) in cases.iter().enumerate() {
+        for (i, operand) in c.inputs.iter().enumerate() {
+            if let Operand::Positive(shape) = operand {
+                let values = random(shape, seed + (k * 16 + i) as u64, 0.1, 2.0);
+                inputs.insert(input_name(k, i), values);
+            }
+        }
+    }
+    let want = dmove::interp::run(&original, &inputs).expect("reference runs");
+    let got = compiled.run(&inputs).expect("C runs");
+    // `compare_outputs` walks `want`: every case's outputs must be there, on both sides.
+    let expected: usize = cases.iter().map(|c| c.outputs).sum();
+    assert_eq!(want.len(), expected, "outputs of the reference");
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "outputs of the C program"
+    );
+    for (name, t) in &want {
+        assert!(
+            t.to_f64_vec().iter().all(|v| v.is_finite()),
+            "reference output {name} is not finite: {t:?}"
+        );
+    }
+    compare_outputs(&got, &want).expect("C matches the reference");
+}
+
+/// An instance of every operator of this family except the three reductions that
+/// `reduce::l1_logsum_sumsquare_cases` covers.
+fn family_cases() -> Vec<Case> {
     let axes = |v: &[i64]| Operand::Constant(t64(v));
     let mut cases = vec![
         case("ReduceMean", vec![("axes", ints(&[1]))], &[&[2, 3, 4]]),
@@ -295,17 +357,33 @@ fn every_operator_compiles_to_c_and_matches_the_reference() {
         outputs: 2,
         ..case("Dropout", vec![], &[&[2, 3]])
     });
-    let original = combined(&cases);
-    dmove::ir::validate::validate(&original).expect("valid");
-    let mut lowered = original.clone();
-    dmove::ops::expand::expand_all(&mut lowered).expect("expands");
-    dmove::ir::validate::validate(&lowered).expect("valid after expansion");
-    let mut config = BuildConfig::from_env();
-    config.cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("codegen-cache");
-    let compiled = Compiled::build_with(&lowered, &config).expect("compiles");
-    let inputs = random_inputs(&original, 5).expect("inputs");
-    let want = dmove::interp::run(&original, &inputs).expect("reference runs");
-    let got = compiled.run(&inputs).expect("C runs");
-    assert_eq!(got.len(), want.len());
-    compare_outputs(&got, &want).expect("C matches the reference");
+    cases
+}
+
+/// One C program with an instance of every operator of this family, compiled once, against
+/// the interpreter running the unexpanded program (the operators' reference `eval`).
+#[test]
+fn every_operator_compiles_to_c_and_matches_the_reference() {
+    c_matches_reference(&family_cases(), 5);
+}
+
+/// `c_tested::C_TESTED` (which `tests/ops_codegen.rs` counts as covered) names exactly the
+/// operators the C programs of this file hold.
+#[test]
+fn c_tested_list_is_what_the_c_programs_hold() {
+    let compiled: BTreeSet<&str> = family_cases()
+        .iter()
+        .chain(&reduce::l1_logsum_sumsquare_cases())
+        .map(|c| c.op)
+        .collect();
+    let listed: BTreeSet<&str> = c_tested::C_TESTED.iter().copied().collect();
+    assert_eq!(
+        listed.len(),
+        c_tested::C_TESTED.len(),
+        "duplicates in C_TESTED"
+    );
+    assert_eq!(
+        compiled, listed,
+        "C_TESTED against the operators compiled to C"
+    );
 }

@@ -1,8 +1,11 @@
 //! An independent source: ONNX Runtime computes the demo model, and the reference interpreter
-//! must agree with it. Runs when Python can import onnxruntime; with `DMOVE_REQUIRE_PEER=1`
-//! (set by CI, which installs it) a missing peer is a failure rather than a skip.
+//! must agree with it. With `DMOVE_REQUIRE_PEER=1` (set by CI, which installs onnxruntime) a
+//! missing peer fails the test; otherwise it prints `SKIPPED: onnxruntime not installed` to
+//! stderr and checks nothing else (see `support/peer.rs`).
 
-use dmove::bench::peer::{onnxruntime, PeerError};
+#[path = "support/peer.rs"]
+mod peer_support;
+
 use dmove::demo::model::{encoder_model, EncoderConfig, INPUT, OUTPUT};
 use dmove::onnx::{import, load_model, ImportOptions};
 use rand::SeedableRng;
@@ -19,13 +22,9 @@ fn interpreter_agrees_with_onnxruntime_on_the_encoder_layer() {
     let bytes = encoder_model(&cfg, 5);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
     let x = dmove::check::random_tensor(&[1, 12, 32], &mut rng);
-    let peer = match onnxruntime(&bytes, &[(INPUT.to_string(), x.clone())], 0, 1) {
-        Ok(run) => run,
-        Err(PeerError::Unavailable(why)) if std::env::var("DMOVE_REQUIRE_PEER").is_err() => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-        Err(e) => panic!("onnxruntime: {e}"),
+    let feeds = [(INPUT.to_string(), x.clone())];
+    let Some(peer) = peer_support::run_peer("the encoder layer", &bytes, &feeds) else {
+        return;
     };
     let program = import(
         &load_model(&bytes).expect("loads"),
@@ -34,6 +33,11 @@ fn interpreter_agrees_with_onnxruntime_on_the_encoder_layer() {
     .expect("imports");
     let ours =
         dmove::interp::run(&program, &BTreeMap::from([(INPUT.to_string(), x)])).expect("runs");
+    assert_eq!(
+        peer.outputs.keys().collect::<Vec<_>>(),
+        ours.keys().collect::<Vec<_>>(),
+        "onnxruntime and the interpreter name the same outputs"
+    );
     let c = dmove::numerics::compare(&ours[OUTPUT], &peer.outputs[OUTPUT]);
     assert!(
         c.within_tolerance,

@@ -149,15 +149,17 @@ fn any_site(t: &dyn dmove::transform::Transformation, p: &Program, seed: u64) ->
             .get((seed >> 8) as usize % candidates.len().max(1))
             .cloned()
     };
-    match seed % 6 {
-        0 => Vec::new(),
-        1 => candidate().unwrap_or_default(),
-        2 => vec![NodeId(((seed >> 8) % (u64::from(p.next_id()) + 5)) as u32)],
-        3 => (0..1 + (seed >> 4) % 3)
+    // Half the calls get a real candidate (so the transformations themselves run, with the
+    // parameters below), the rest a site of some wrong shape.
+    match seed % 10 {
+        0..=4 => candidate().unwrap_or_default(),
+        5 => Vec::new(),
+        6 => vec![NodeId(((seed >> 8) % (u64::from(p.next_id()) + 5)) as u32)],
+        7 => (0..1 + (seed >> 4) % 3)
             .filter(|_| !nodes.is_empty())
             .map(|k| pick(seed >> (8 + 5 * k), &nodes))
             .collect(),
-        4 => {
+        8 => {
             let mut s = candidate().unwrap_or_default();
             if !nodes.is_empty() {
                 s.push(pick(seed >> 20, &nodes));

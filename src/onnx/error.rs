@@ -30,7 +30,7 @@ impl std::fmt::Display for UnsupportedNode {
 /// Why an ONNX model could not be loaded or imported.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum OnnxError {
-    #[error("cannot read `{}`: {source}", path.display())]
+    #[error("cannot read `{}`", path.display())]
     #[diagnostic(code(dmove::onnx::io))]
     Io {
         path: PathBuf,

@@ -98,21 +98,39 @@ impl Legality {
     }
 }
 
+/// One planning request, validated by the engine: the program, the site (filling the schema's
+/// roles), the arguments (fitting its declarations) and where legality conditions go.
+pub struct Call<'a> {
+    pub p: &'a Program,
+    pub site: &'a [NodeId],
+    pub args: &'a Args,
+    pub legality: &'a mut Legality,
+}
+
 /// A rewrite of the program.
 pub trait Transformation: Sync {
     /// The declaration: one constant per transformation.
     fn schema(&self) -> &'static Schema;
-    /// Sites worth trying, in a deterministic order, each filling the schema's roles.
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>>;
-    /// Checks every precondition (legality ones through `legality`) without changing anything
-    /// and returns the rewrite. The site and parameters were validated by the engine.
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable>;
+    /// Checks every precondition (legality ones through `call.legality`) without changing
+    /// anything and returns the rewrite.
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable>;
+    /// Sites worth trying, in a deterministic order, each filling the schema's roles. By
+    /// default, for a site of one role: every node of the role's class, outer scopes first; a
+    /// transformation whose site has several roles lists its own.
+    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
+        match self.schema().site {
+            [role] => {
+                let mut v = Vec::new();
+                p.graph.walk(&mut |n| {
+                    if role.class.admits(&n.kind) {
+                        v.push(vec![n.id]);
+                    }
+                });
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
 
     fn name(&self) -> &'static str {
         self.schema().name

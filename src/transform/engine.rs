@@ -59,7 +59,10 @@ impl Layer {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
     /// The layer ran and passed; `how` says how (e.g. "compiled C").
-    Passed { how: String },
+    Passed {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        how: String,
+    },
     /// The user lowered the layer, for `reason`; `waived` lists the conditions that failed and
     /// were waived (legality only).
     Lowered {
@@ -423,7 +426,12 @@ pub fn plan_at(
     let anchor = check_site(t.schema(), p, site)?;
     let args = Args::validate(t.schema(), p, site, anchor, params)?;
     let mut legality = Legality::new(legality_lowered);
-    let plan = t.plan(p, site, &args, &mut legality)?;
+    let plan = t.plan(super::Call {
+        p,
+        site,
+        args: &args,
+        legality: &mut legality,
+    })?;
     Ok(Planned {
         site: site.to_vec(),
         anchor,

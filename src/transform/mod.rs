@@ -32,7 +32,7 @@ mod site;
 mod support;
 
 pub use binding::{check_binding, site_of, sites, BindError, Binding};
-pub use contract::{Legality, Level, NotApplicable, Plan, Schema, Transformation};
+pub use contract::{Call, Legality, Level, NotApplicable, Plan, Schema, Transformation};
 pub use explain::{explain, nearest, Explanation, Verdict};
 pub use layout::buffer_reuse::plan_buffers;
 pub use params::{

@@ -47,6 +47,7 @@ impl ParamValue {
         match self {
             ParamValue::Bool(b) => format!("the boolean {b}"),
             ParamValue::Int(v) => format!("the integer {v}"),
+            ParamValue::Ints(v) if v.len() == 1 => format!("the list {self} (1 entry)"),
             ParamValue::Ints(v) => format!("the list {self} ({} entries)", v.len()),
             ParamValue::Str(s) => format!("the name `{s}`"),
         }
@@ -265,6 +266,14 @@ impl Args {
             let value = match (given.get(d.name), d.default.value()) {
                 (Some(v), _) => check_value(t, d, v, &map_params, implementations, p)?,
                 (None, Some(v)) => v,
+                // An absent implementation is the operator's default (its first), recorded as
+                // such so a replay is exact.
+                (None, None) if d.kind == ParamKind::Implementation => {
+                    match implementations.first() {
+                        Some(first) => ParamValue::Str(first.to_string()),
+                        None => continue,
+                    }
+                }
                 (None, None) if d.default == Default::Optional => continue,
                 (None, None) => {
                     return Err(ParamError::Missing {

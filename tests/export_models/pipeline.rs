@@ -1,8 +1,9 @@
 //! The checks every exported model goes through: import with its dimensions bound (library and
 //! CLI), the imported operator list, full expansion → C → run against the reference
-//! interpreter, and the interpreter against ONNX Runtime when it is installed.
+//! interpreter, and the interpreter against ONNX Runtime (a failure when it is missing and
+//! `DMOVE_REQUIRE_PEER=1`, as in CI; otherwise a printed `SKIPPED:` line).
 
-use dmove::bench::peer::{onnxruntime, PeerError};
+use crate::peer_support::run_peer;
 use dmove::check::compare_outputs;
 use dmove::codegen::{BuildConfig, Compiled};
 use dmove::interp;
@@ -88,29 +89,52 @@ fn build_config() -> BuildConfig {
 /// interpreter's outputs.
 pub fn interpreter_and_c_agree(p: &Program, inputs: &Tensors) -> Tensors {
     let want = interp::run(p, inputs).expect("the interpreter runs the imported model");
+    // `compare_outputs` walks the expected outputs: with none it would accept anything.
+    assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        sorted(&p.outputs),
+        "the interpreter computes every graph output"
+    );
+    assert!(!want.is_empty(), "the model has no outputs to compare");
     let mut lowered = p.clone();
     expand_all(&mut lowered).expect("every operator expands");
     validate(&lowered).expect("the lowered program is valid");
     assert!(library_ops(&lowered).is_empty(), "library nodes left");
     let compiled = Compiled::build_with(&lowered, &build_config()).expect("the C compiles");
     let got = compiled.run(inputs).expect("the compiled model runs");
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "the compiled model returns the interpreter's outputs"
+    );
     compare_outputs(&got, &want).expect("C matches the interpreter");
     want
 }
 
-/// ONNX Runtime computes the same outputs as our interpreter (skipped when it is not
-/// installed, unless `DMOVE_REQUIRE_PEER` is set, as CI does).
-pub fn onnxruntime_agrees(bytes: &[u8], inputs: &Tensors, ours: &Tensors) {
+fn sorted(names: &[String]) -> Vec<&String> {
+    let mut v: Vec<&String> = names.iter().collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// ONNX Runtime computes the same outputs as our interpreter. When onnxruntime is missing this
+/// fails under `DMOVE_REQUIRE_PEER=1` (as CI sets it) and otherwise prints a `SKIPPED:` line
+/// naming `what` (see `support/peer.rs`).
+pub fn onnxruntime_agrees(what: &str, bytes: &[u8], inputs: &Tensors, ours: &Tensors) {
     let feeds: Vec<(String, Tensor)> = inputs.clone().into_iter().collect();
-    let peer = match onnxruntime(bytes, &feeds, 0, 1) {
-        Ok(run) => run,
-        Err(PeerError::Unavailable(why)) if std::env::var("DMOVE_REQUIRE_PEER").is_err() => {
-            eprintln!("onnxruntime comparison skipped: {why}");
-            return;
-        }
-        Err(e) => panic!("onnxruntime: {e}"),
+    let Some(peer) = run_peer(what, bytes, &feeds) else {
+        return;
     };
-    compare_outputs(ours, &peer.outputs).expect("the interpreter matches onnxruntime");
+    // `compare_outputs` walks the peer's outputs: the same names on both sides, at least one.
+    assert_eq!(
+        peer.outputs.keys().collect::<Vec<_>>(),
+        ours.keys().collect::<Vec<_>>(),
+        "{what}: onnxruntime and the interpreter name the same outputs"
+    );
+    assert!(!ours.is_empty(), "{what}: no outputs to compare");
+    compare_outputs(ours, &peer.outputs)
+        .unwrap_or_else(|e| panic!("{what}: the interpreter does not match onnxruntime: {e}"));
 }
 
 /// `dmove import MODEL --dim … --summary --json` through the binary.

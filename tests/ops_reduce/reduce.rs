@@ -1,8 +1,8 @@
 //! The Reduce* family.
 
 use crate::{
-    assert_close, attr_error, eval, expansion_agrees, infer, infer_with, ints, shape_error, t, t64,
-    ty,
+    assert_close, attr_error, c_matches_reference, eval, expansion_agrees, infer, infer_with, ints,
+    shape_error, t, t64, ty, Case, Operand,
 };
 use dmove::check::{expansion_matches, single_op_program};
 use dmove::ir::{Attr, DType, SymExpr, Tensor};
@@ -174,4 +174,63 @@ fn boolean_max_is_any_and_min_is_all() {
         let p = single_op_program(op, a, &[Some(ty.clone())], &[]).expect("builds");
         expansion_matches(&p, 4).expect("matches");
     }
+}
+
+/// ReduceL1, ReduceLogSum and ReduceSumSquare on several shapes, axes (attribute, constant
+/// input, negative, empty with and without `noop_with_empty_axes`, all) and `keepdims`. The
+/// logarithm's inputs are positive, so its sums are too.
+pub fn l1_logsum_sumsquare_cases() -> Vec<Case> {
+    type Config = (
+        Vec<(&'static str, Attr)>,
+        &'static [usize],
+        Option<Vec<i64>>,
+    );
+    let configs: Vec<Config> = vec![
+        (vec![("axes", ints(&[1]))], &[2, 3, 4], None),
+        (
+            vec![("axes", ints(&[0, 2])), ("keepdims", Attr::Int(0))],
+            &[3, 1, 5],
+            None,
+        ),
+        (vec![("axes", ints(&[-1]))], &[5, 7], None),
+        (vec![("keepdims", Attr::Int(0))], &[4, 3], None),
+        (vec![], &[9], None),
+        (
+            vec![("keepdims", Attr::Int(0))],
+            &[3, 2, 5],
+            Some(vec![2, 0]),
+        ),
+        (vec![], &[2, 3], Some(vec![])),
+        (
+            vec![("noop_with_empty_axes", Attr::Int(1))],
+            &[2, 3],
+            Some(vec![]),
+        ),
+    ];
+    let mut cases = Vec::new();
+    for op in ["ReduceL1", "ReduceLogSum", "ReduceSumSquare"] {
+        for (attrs, shape, axes) in &configs {
+            let x = if op == "ReduceLogSum" {
+                Operand::Positive(shape.to_vec())
+            } else {
+                Operand::Random(DType::F32, shape.to_vec())
+            };
+            let mut inputs = vec![x];
+            inputs.extend(axes.as_deref().map(|a| Operand::Constant(t64(a))));
+            cases.push(Case {
+                op,
+                attrs: attrs.clone(),
+                inputs,
+                outputs: 1,
+            });
+        }
+    }
+    cases
+}
+
+/// The three reductions lowered fully, compiled to one C program, run and compared with the
+/// reference interpreter.
+#[test]
+fn l1_logsum_and_sumsquare_compile_to_c_and_match_the_reference() {
+    c_matches_reference(&l1_logsum_sumsquare_cases(), 7);
 }

@@ -13,10 +13,10 @@
 use crate::ir::{NodeId, Program};
 use crate::ops::expand::expand_node;
 use crate::ops::{lookup, Operator};
-use crate::transform::support::opgraph::{library_nodes, op_node};
+use crate::transform::support::opgraph::op_node;
 use crate::transform::{
-    refuse, Args, Default, Legality, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
-    Role, Schema, Transformation,
+    refuse, Args, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan, Role,
+    Schema, Transformation,
 };
 
 pub struct Expand;
@@ -75,17 +75,8 @@ impl Transformation for Expand {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        library_nodes(p, &[])
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, args, .. } = call;
         let id = site[0];
         let implementation = self.choice(p, id, args)?;
         Ok(Plan::new(move |p| {

@@ -13,10 +13,10 @@ use crate::ir::{
     DType, DataDesc, DataKind, Graph, MapNode, Memlet, NodeId, NodeKind, Program, Storage, Subset,
     SymExpr,
 };
-use crate::transform::support::scope::{link, scope_candidates, uses};
+use crate::transform::support::scope::{link, map_pairs, uses};
 use crate::transform::support::splice::replace_pair;
 use crate::transform::{
-    expect_map, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    expect_map, refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
     Transformation,
 };
 use petgraph::stable_graph::NodeIndex;
@@ -57,18 +57,13 @@ impl Transformation for MapFusion {
     }
 
     fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        let mut out = Vec::new();
-        scope_candidates(&p.graph, &mut out);
-        out
+        map_pairs(p)
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let f = self.fusable(p, site[0], site[1], legality)?;
         Ok(Plan::new(move |p| fuse(p, f)))
     }

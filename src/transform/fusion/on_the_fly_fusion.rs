@@ -26,9 +26,9 @@ use crate::ir::{
 };
 use crate::transform::support::maps::access_count;
 use crate::transform::support::opgraph::prune;
-use crate::transform::support::scope::{link, scope_candidates};
+use crate::transform::support::scope::{link, map_pairs};
 use crate::transform::{
-    expect_map, refuse, Args, Default, Legality, Level, NodeClass, NotApplicable, ParamDecl,
+    expect_map, refuse, Call, Default, Legality, Level, NodeClass, NotApplicable, ParamDecl,
     ParamKind, Plan, Role, Schema, Transformation,
 };
 use petgraph::stable_graph::NodeIndex;
@@ -69,18 +69,16 @@ impl Transformation for OnTheFlyFusion {
     }
 
     fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        let mut out = Vec::new();
-        scope_candidates(&p.graph, &mut out);
-        out
+        map_pairs(p)
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p,
+            site,
+            args,
+            legality,
+        } = call;
         let (producer, consumer) = (site[0], site[1]);
         let max = match args.get("max_recompute") {
             Some(_) => Some(args.int("max_recompute")?),

@@ -16,8 +16,7 @@ use crate::ir::rewrite::substitute_symbols;
 use crate::ir::{DataDesc, Graph, MapNode, NodeId, NodeKind, Program, Storage, SymExpr};
 use crate::transform::support::splice::replace_pair;
 use crate::transform::{
-    expect_map, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
-    Transformation,
+    expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 use petgraph::algo::has_path_connecting;
 use petgraph::stable_graph::NodeIndex;
@@ -57,13 +56,10 @@ impl Transformation for SiblingMapFusion {
 
     /// Structural: one scope, one schedule, no name capture by the renaming. Legality: equal
     /// iteration spaces and independence (see [`independent`]).
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let (first, second) = (site[0], site[1]);
         let (fm, sm) = (expect_map(self, p, first)?, expect_map(self, p, second)?);
         let why = |r: String| refuse(self, second, r);

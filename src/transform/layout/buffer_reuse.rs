@@ -27,7 +27,7 @@ use crate::ir::{
 };
 use crate::transform::support::opgraph::{rename_container, same_shape, shown};
 use crate::transform::{
-    refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
+    refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 use petgraph::algo::has_path_connecting;
 use petgraph::stable_graph::NodeIndex;
@@ -78,13 +78,10 @@ impl Transformation for BufferReuse {
         out
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let reuse = self.reuse(p, site[0], site[1], legality)?;
         Ok(Plan::new(move |p| reuse.rewrite(p)))
     }

@@ -16,8 +16,8 @@
 
 use crate::ir::{DataKind, Dim, Graph, NodeId, NodeKind, Program, Subset, SymExpr, TExpr};
 use crate::transform::{
-    refuse, Args, Default, Legality, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
-    Role, Schema, Transformation,
+    refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan, Role,
+    Schema, Transformation,
 };
 
 pub struct LayoutTransform;
@@ -66,13 +66,13 @@ impl Transformation for LayoutTransform {
         out
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p,
+            site,
+            args,
+            legality,
+        } = call;
         let id = site[0];
         let perm = match args.str("to")? {
             "nchw" => TO_NCHW,

@@ -27,7 +27,7 @@ use crate::ir::{
 use crate::transform::support::maps::trip_bound;
 use crate::transform::support::names::{fresh, taken_names};
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Default, Legality, Level, NodeClass, NotApplicable,
+    all_maps, expect_map, refuse, Call, Default, Legality, Level, NodeClass, NotApplicable,
     ParamDecl, ParamKind, Plan, Role, Schema, Transformation,
 };
 use petgraph::stable_graph::NodeIndex;
@@ -83,13 +83,13 @@ impl Transformation for LocalStorage {
             .collect()
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p,
+            site,
+            args,
+            legality,
+        } = call;
         let id = site[0];
         expect_map(self, p, id)?;
         let staging = self.staging(p, id, args.str("data")?, legality)?;

@@ -13,8 +13,8 @@
 
 use crate::ir::{Graph, MapNode, Node, NodeId, NodeKind, Program, Schedule};
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role,
-    Schema, Transformation,
+    all_maps, expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    Transformation,
 };
 
 pub struct MapCollapse;
@@ -46,13 +46,8 @@ impl Transformation for MapCollapse {
             .collect()
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, .. } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         let (inner_id, inner) = only_map(&map.body).map_err(|r| refuse(self, id, r))?;

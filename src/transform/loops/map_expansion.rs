@@ -9,11 +9,10 @@
 //! Nesting lets the outer parameters be scheduled (e.g. parallel) on their own while the inner
 //! ones stay sequential, so a reduction over inner parameters needs no atomics.
 
-use crate::ir::{NodeId, Program};
 use crate::transform::support::nest::nest;
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Default, Legality, Level, NodeClass, NotApplicable,
-    ParamDecl, ParamKind, Plan, Role, Schema, Transformation,
+    expect_map, refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
+    Role, Schema, Transformation,
 };
 
 pub struct MapExpansion;
@@ -39,17 +38,8 @@ impl Transformation for MapExpansion {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, args, .. } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         let split = args.int("split")?;

@@ -7,10 +7,10 @@
 //! A map's iterations are unordered by definition, so any order is legal as long as no range
 //! refers to a sibling parameter; only the floating-point order of resolved (wcr) sums changes.
 
-use crate::ir::{MapNode, NodeId, NodeKind, Program};
+use crate::ir::{MapNode, NodeId, NodeKind};
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Default, Legality, Level, ListLen, NodeClass,
-    NotApplicable, ParamDecl, ParamKind, Plan, Role, Schema, Transformation,
+    expect_map, refuse, Call, Default, Level, ListLen, NodeClass, NotApplicable, ParamDecl,
+    ParamKind, Plan, Role, Schema, Transformation,
 };
 
 pub struct MapInterchange;
@@ -41,17 +41,13 @@ impl Transformation for MapInterchange {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p,
+            site,
+            args,
+            legality,
+        } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         let order = args.ints("order")?.to_vec();

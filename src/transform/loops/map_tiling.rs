@@ -9,12 +9,12 @@
 //! The inner range is clipped with `min`, so sizes that the tile does not divide are covered
 //! exactly. Tile size 0 leaves a parameter untiled.
 
-use crate::ir::{MapNode, MapParam, NodeId, Program, Range, SymExpr};
+use crate::ir::{MapNode, MapParam, NodeId, Range, SymExpr};
 use crate::transform::support::names::{fresh, taken_names};
 use crate::transform::support::nest::nest;
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Default, Legality, Level, ListLen, NodeClass,
-    NotApplicable, ParamDecl, ParamKind, Plan, Role, Schema, Transformation,
+    expect_map, refuse, Call, Default, Level, ListLen, NodeClass, NotApplicable, ParamDecl,
+    ParamKind, Plan, Role, Schema, Transformation,
 };
 
 pub struct MapTiling;
@@ -42,17 +42,8 @@ impl Transformation for MapTiling {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, args, .. } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         let tiles = args.ints("tiles")?.to_vec();

@@ -9,11 +9,10 @@
 //! the outer level already uses every core.
 
 use crate::check::race::parallel_conflict;
-use crate::ir::{Graph, NodeId, NodeKind, Program, Schedule};
+use crate::ir::{Graph, NodeId, NodeKind, Schedule};
 use crate::transform::support::maps::set_schedule;
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role,
-    Schema, Transformation,
+    expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 
 pub struct Parallelize;
@@ -35,17 +34,10 @@ impl Transformation for Parallelize {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         if map.schedule == Schedule::Parallel {

@@ -20,8 +20,8 @@ use crate::ir::{
 };
 use crate::transform::support::maps::{first_nested_map, tasklet_accesses, ElementAccess};
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role,
-    Schema, Transformation,
+    expect_map, refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    Transformation,
 };
 
 pub struct RegisterAccumulation;
@@ -52,17 +52,10 @@ impl Transformation for RegisterAccumulation {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let id = site[0];
         let red = self.reduction(p, expect_map(self, p, id)?, id, legality)?;
         let dtype = (p.data.get(&red.data))

@@ -14,8 +14,8 @@ use crate::ir::{MapParam, NodeId, NodeKind, Program, Range, SymExpr};
 use crate::transform::support::maps::trip_bound;
 use crate::transform::support::names::{fresh, taken_names};
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Default, Legality, Level, NodeClass, NotApplicable,
-    ParamDecl, ParamKind, Plan, Role, Schema, Transformation,
+    expect_map, refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
+    Role, Schema, Transformation,
 };
 
 pub struct StripMining;
@@ -53,17 +53,8 @@ impl Transformation for StripMining {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, args, .. } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         let size = args.int("size")?;

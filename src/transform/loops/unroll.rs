@@ -9,11 +9,11 @@
 //! count known at compile time and at most `max`. A clipped tile range `t : min(t + T, N)` counts
 //! as `T`. The backend's pragma unrolls by at most 16, which bounds `max`.
 
-use crate::ir::{NodeId, Program, Schedule};
+use crate::ir::Schedule;
 use crate::transform::support::maps::{set_schedule, trip_bound};
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Default, Legality, Level, NodeClass, NotApplicable,
-    ParamDecl, ParamKind, Plan, Role, Schema, Transformation,
+    expect_map, refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
+    Role, Schema, Transformation,
 };
 
 /// The backend's unroll factor (`#pragma GCC unroll 16`): loops longer than this are only
@@ -47,17 +47,8 @@ impl Transformation for Unroll {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, args, .. } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         let max = args.int("max")?;

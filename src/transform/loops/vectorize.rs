@@ -13,13 +13,12 @@
 //! `omp simd reduction`.
 
 use crate::check::race::parallel_conflict;
-use crate::ir::{DataDesc, Dim, MapNode, Memlet, NodeId, Program, Schedule, Storage, SymExpr};
+use crate::ir::{DataDesc, Dim, MapNode, Memlet, Schedule, Storage, SymExpr};
 use crate::transform::support::maps::{
     first_nested_map, private_to_body, set_schedule, tasklet_accesses,
 };
 use crate::transform::{
-    all_maps, expect_map, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role,
-    Schema, Transformation,
+    expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 use std::collections::BTreeMap;
 
@@ -42,17 +41,10 @@ impl Transformation for Vectorize {
         &SCHEMA
     }
 
-    fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p).into_iter().map(|id| vec![id]).collect()
-    }
-
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
         if map.schedule != Schedule::Sequential {

@@ -18,7 +18,7 @@ use crate::transform::support::opgraph::{
     set_inputs, set_output, OpNode, Port,
 };
 use crate::transform::{
-    builtin_sites, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    builtin_sites, refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
     Transformation,
 };
 
@@ -200,13 +200,10 @@ impl Transformation for BatchNormIntoConv {
         builtin_sites(self, "conv_bn", p, &[("batchnorm", "bn")])
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let f = self.folding(p, site, legality)?;
         let base = f.conv.input(1).map_or("w", |(_, n)| n.as_str()).to_string();
         let touched = site.to_vec();

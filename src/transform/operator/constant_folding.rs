@@ -16,7 +16,7 @@ use crate::transform::support::opgraph::{
     constant, containers, declared, library_nodes, op_node, prune, shown, OpNode,
 };
 use crate::transform::{
-    refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
+    refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 
 pub struct ConstantFolding;
@@ -118,13 +118,8 @@ impl Transformation for ConstantFolding {
             .collect()
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, .. } = call;
         let id = site[0];
         let foldable = self.preconditions(p, id)?;
         let folded = self.evaluate(p, &foldable)?;

@@ -14,7 +14,7 @@ use crate::transform::support::opgraph::{
     set_output, shown, OpNode, Port,
 };
 use crate::transform::{
-    builtin_sites, refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    builtin_sites, refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
     Transformation,
 };
 use std::collections::BTreeMap;
@@ -127,13 +127,10 @@ impl Transformation for MatMulAddToGemm {
         builtin_sites(self, "matmul_add", p, &[("matmul", "mm")])
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let f = self.fusion(p, site, legality)?;
         let touched = site.to_vec();
         Ok(Plan::new(move |p| {

@@ -17,7 +17,7 @@ use crate::transform::support::opgraph::{
     OpNode, Port,
 };
 use crate::transform::{
-    refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
+    refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 
 pub struct PadIntoConv;
@@ -212,13 +212,10 @@ impl Transformation for PadIntoConv {
         pairs(p, &["Pad"], &["Conv"])
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let m = self.merge(p, site, legality)?;
         let touched = site.to_vec();
         Ok(Plan::new(move |p| {

@@ -21,7 +21,7 @@ use crate::transform::support::opgraph::{
     Port,
 };
 use crate::transform::{
-    refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
+    refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 use std::collections::BTreeMap;
 
@@ -143,13 +143,10 @@ impl Transformation for ReshapeElimination {
         v
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let rewrite = match site.get(1) {
             None => self.identity(p, site[0], legality)?,
             Some(&b) => self.chain(p, site[0], b, legality)?,

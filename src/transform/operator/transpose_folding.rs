@@ -19,7 +19,7 @@ use crate::transform::support::opgraph::{
     redirect_readers, set_inputs, set_op, transpose_perm, OpNode, Port,
 };
 use crate::transform::{
-    refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
+    refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 use std::collections::BTreeMap;
 
@@ -180,13 +180,10 @@ impl Transformation for TransposeFolding {
         pairs(p, &["Transpose"], CONSUMERS)
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p, site, legality, ..
+        } = call;
         let rewrite = self.rewrite(p, site, legality)?;
         let (anchor, touched) = (site[1], site.to_vec());
         Ok(Plan::new(move |p| {

@@ -1,11 +1,18 @@
 //! Producer → consumer structure inside scopes: which maps feed which, through which container,
 //! and how often a container is read and written.
 
-use crate::ir::{Graph, NodeId, NodeKind};
+use crate::ir::{Graph, NodeId, NodeKind, Program};
 use petgraph::graph::NodeIndex;
 
-/// Producer → consumer pairs linked through one access node, in every scope.
-pub(crate) fn scope_candidates(g: &Graph, out: &mut Vec<Vec<NodeId>>) {
+/// Producer → consumer map pairs linked through one access node, in every scope (outer scopes
+/// first): the candidates of the fusions.
+pub(crate) fn map_pairs(p: &Program) -> Vec<Vec<NodeId>> {
+    let mut out = Vec::new();
+    scope_pairs(&p.graph, &mut out);
+    out
+}
+
+fn scope_pairs(g: &Graph, out: &mut Vec<Vec<NodeId>>) {
     for idx in g.ordered() {
         let node = g.node(idx);
         match &node.kind {
@@ -17,7 +24,7 @@ pub(crate) fn scope_candidates(g: &Graph, out: &mut Vec<Vec<NodeId>>) {
                         }
                     }
                 }
-                scope_candidates(&m.body, out);
+                scope_pairs(&m.body, out);
             }
             _ => continue,
         }

@@ -39,7 +39,7 @@ use crate::ir::{
 };
 use crate::transform::support::scope::uses;
 use crate::transform::{
-    expect_map, refuse, Args, Default, Legality, Level, NodeClass, NotApplicable, ParamDecl,
+    expect_map, refuse, Args, Call, Default, Legality, Level, NodeClass, NotApplicable, ParamDecl,
     ParamKind, Plan, Role, Schema, Transformation,
 };
 use online_softmax::Pass;
@@ -192,13 +192,13 @@ impl Transformation for ReductionFusion {
         out
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        args: &Args,
-        legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call {
+            p,
+            site,
+            args,
+            legality,
+        } = call;
         let mode = Mode::of(self, args, site[0])?;
         let rows = row_passes::plan(self, p, site, legality)?;
         let found = find_merge(self, p, site, &rows, mode)?;

@@ -35,7 +35,7 @@ use crate::transform::support::opgraph::{
     set_output, OpNode, Port,
 };
 use crate::transform::{
-    refuse, Args, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
+    refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -143,13 +143,8 @@ impl Transformation for ChannelsLast {
         out
     }
 
-    fn plan(
-        &self,
-        p: &Program,
-        site: &[NodeId],
-        _args: &Args,
-        _legality: &mut Legality,
-    ) -> Result<Plan, NotApplicable> {
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let Call { p, site, .. } = call;
         let at = site[0];
         let region = self.region(p, at)?;
         let wrappings = (region.into_iter())
