@@ -20,7 +20,7 @@ fn program() -> (Program, Vec<NodeId>) {
         let mut producers = Vec::new();
         let none = BTreeMap::new;
         let mut k = 0;
-        while b.graph.g.node_count() < NODES {
+        while b.graph.node_count() < NODES {
             let mut declare = |n: &str, kind| {
                 let shape = vec![SymExpr::Int(4), SymExpr::Int(4)];
                 b.declare(&format!("{n}{k}"), DType::F32, shape, kind, Storage::Global)
@@ -106,7 +106,7 @@ fn add_reader(p: &mut Program, t: NodeId) -> Change {
 fn main() {
     let t = Instant::now();
     let (mut p, producers) = program();
-    let nodes = p.graph.g.node_count();
+    let nodes = p.graph.node_count();
     println!("program: {nodes} nodes, built in {:.0} ms", ms(t));
     let pattern = builtin("matmul_add").expect("built-in pattern");
 

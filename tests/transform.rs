@@ -50,8 +50,7 @@ fn fusing_an_elementwise_chain_removes_the_transients() {
     assert_eq!(registers, 2);
     let maps = p
         .graph
-        .g
-        .node_weights()
+        .nodes()
         .filter(|n| matches!(n.kind, NodeKind::Map(_)))
         .count();
     assert_eq!(maps, 1);

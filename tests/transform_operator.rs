@@ -11,6 +11,10 @@ mod fusion;
 mod layout;
 #[path = "transform_operator/simplify.rs"]
 mod simplify;
+#[path = "steps/mod.rs"]
+mod steps;
+
+pub use steps::rejected;
 
 use dmove::check::{random_inputs, same_outputs};
 use dmove::ir::{NodeId, NodeKind, Program, Tensor};
@@ -95,21 +99,6 @@ pub fn refused(p: &mut Program, name: &str, site: &[NodeId], params: &Params) ->
         }
         other => panic!("expected a precondition refusal, got {other}"),
     }
-}
-
-/// Applies `name` at `site`, expects the engine to reject the call itself (a site that does not
-/// fit the roles, or parameters that do not fit the declarations) before the transformation
-/// runs, and returns the message.
-pub fn rejected(p: &mut Program, name: &str, site: &[NodeId], ps: &Params) -> String {
-    let before = p.clone();
-    let t = lookup(name).unwrap_or_else(|| panic!("{name} is registered"));
-    let err = apply(p, t, site, ps, &Checks::default()).expect_err("rejected");
-    assert_eq!(*p, before, "a rejected call leaves the program unchanged");
-    assert!(
-        matches!(err, Refusal::Params(_) | Refusal::Site(_)),
-        "expected the engine to reject the call, got {err}"
-    );
-    err.to_string()
 }
 
 /// Asserts that `refusal` names `node` and gives a reason containing `text`.

@@ -153,7 +153,7 @@ fn check_lowered(p: &Program) -> Result<(), CodegenError> {
 /// code has literal extents and the compiler can fold them.
 fn bind_symbols(g: &mut Graph, env: &SymEnv) {
     let bind = |e: &SymExpr| e.substitute_all(&|s| env.get(s).map(|v| SymExpr::Int(*v)));
-    for node in g.g.node_weights_mut() {
+    for node in g.nodes_mut() {
         match &mut node.kind {
             NodeKind::Map(m) => {
                 for prm in &mut m.params {
@@ -172,7 +172,7 @@ fn bind_symbols(g: &mut Graph, env: &SymEnv) {
             NodeKind::Access(_) | NodeKind::Library(_) => {}
         }
     }
-    for m in g.g.edge_weights_mut() {
+    for m in g.memlets_mut() {
         m.subset = m.subset.map_exprs(&bind);
     }
 }
@@ -279,7 +279,7 @@ fn eval_shape(
 
 /// For each container, the deepest map scope (path of map ids) containing all its uses.
 fn innermost_scopes(g: &Graph, path: &mut Vec<NodeId>, out: &mut BTreeMap<String, Vec<NodeId>>) {
-    for m in g.g.edge_weights() {
+    for m in g.edges().map(|e| e.memlet) {
         note_use(out, &m.data, path);
     }
     for idx in g.ordered() {
@@ -312,7 +312,7 @@ fn note_use(out: &mut BTreeMap<String, Vec<NodeId>>, d: &str, path: &[NodeId]) {
 /// Containers written anywhere (targets of edges into access nodes).
 fn written(g: &Graph) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for idx in g.g.node_indices() {
+    for idx in g.node_indices() {
         match &g.node(idx).kind {
             NodeKind::Access(d) if !g.in_edges(idx).is_empty() => {
                 out.insert(d.clone());

@@ -579,7 +579,7 @@ fn collect_writes<'g>(
     inner: &mut Vec<&'g MapParam>,
     out: &mut Vec<(&'g Memlet, Vec<&'g MapParam>)>,
 ) {
-    for idx in g.g.node_indices() {
+    for idx in g.node_indices() {
         match &g.node(idx).kind {
             NodeKind::Map(m) => {
                 let depth = inner.len();

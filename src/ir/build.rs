@@ -361,7 +361,7 @@ pub fn passes_scoped(
 
 /// Whether some edge in `g` or its nested scopes writes an access node of `d`.
 fn writes_anywhere(g: &Graph, d: &str) -> bool {
-    g.g.node_indices().any(|idx| match &g.node(idx).kind {
+    g.node_indices().any(|idx| match &g.node(idx).kind {
         NodeKind::Access(x) => x == d && !g.in_edges(idx).is_empty(),
         NodeKind::Map(m) => writes_anywhere(&m.body, d),
         _ => false,

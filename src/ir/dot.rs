@@ -6,7 +6,6 @@
 
 use crate::ir::graph::{Graph, Program};
 use crate::ir::node::{Memlet, Node, NodeKind};
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 
 /// The program as a DOT digraph.
 pub fn to_dot(p: &Program) -> String {
@@ -66,17 +65,17 @@ fn scope(g: &Graph, level: usize, out: &mut String) {
             _ => out.push_str(&format!("{pad}{};\n", node(n))),
         }
     }
-    let mut edges: Vec<String> =
-        g.g.edge_references()
-            .map(|e| {
-                format!(
-                    "{pad}{} -> {} [label={}];\n",
-                    g.node(e.source()).id,
-                    g.node(e.target()).id,
-                    quoted(&memlet(e.weight()))
-                )
-            })
-            .collect();
+    let mut edges: Vec<String> = g
+        .edges()
+        .map(|e| {
+            format!(
+                "{pad}{} -> {} [label={}];\n",
+                g.node(e.from).id,
+                g.node(e.to).id,
+                quoted(&memlet(e.memlet))
+            )
+        })
+        .collect();
     edges.sort();
     edges.into_iter().for_each(|e| out.push_str(&e));
 }

@@ -9,10 +9,12 @@ use petgraph::Direction;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One scope's dataflow graph. Backed by a petgraph `StableDiGraph` so indices of untouched
-/// nodes survive removals; program-wide identity is the [`NodeId`] stored in each node.
+/// nodes survive removals; program-wide identity is the [`NodeId`] stored in each node. The
+/// storage is private: other modules go through the methods below, so petgraph stays an
+/// implementation detail of `ir`.
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
-    pub g: StableDiGraph<Node, Memlet>,
+    g: StableDiGraph<Node, Memlet>,
 }
 
 impl PartialEq for Graph {
@@ -47,7 +49,91 @@ pub struct EdgeView<'a> {
     pub memlet: &'a Memlet,
 }
 
+/// An edge seen whole: both endpoints and its memlet (see [`Graph::edges`]).
+#[derive(Clone, Debug)]
+pub struct Edge<'a> {
+    pub id: EdgeIndex,
+    pub from: NodeIndex,
+    pub to: NodeIndex,
+    pub memlet: &'a Memlet,
+}
+
 impl Graph {
+    /// Node indices in index order (stable across removals), for scans that must be
+    /// deterministic but need not be topological; see [`Graph::ordered`] for program order.
+    pub fn node_indices(&self) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.g.node_indices()
+    }
+
+    /// The nodes themselves, in the same order as [`Graph::node_indices`].
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> + '_ {
+        self.g.node_weights()
+    }
+
+    /// Mutable nodes, in index order, for edits applied to every node of the scope (renames,
+    /// symbol substitution).
+    pub fn nodes_mut(&mut self) -> impl Iterator<Item = &mut Node> + '_ {
+        self.g.node_weights_mut()
+    }
+
+    /// The node at `idx`, or `None` when it was removed (for cached indices that may be stale).
+    pub fn get_node(&self, idx: NodeIndex) -> Option<&Node> {
+        self.g.node_weight(idx)
+    }
+
+    /// Number of nodes in this scope (nested scopes not counted).
+    pub fn node_count(&self) -> usize {
+        self.g.node_count()
+    }
+
+    /// Every edge of this scope in edge-index order (deterministic; printing, hashing and
+    /// copying graphs rely on it).
+    pub fn edges(&self) -> impl Iterator<Item = Edge<'_>> + '_ {
+        self.g.edge_references().map(|e| Edge {
+            id: e.id(),
+            from: e.source(),
+            to: e.target(),
+            memlet: e.weight(),
+        })
+    }
+
+    /// Mutable memlets of every edge, in edge-index order, for edits applied to all of them.
+    pub fn memlets_mut(&mut self) -> impl Iterator<Item = &mut Memlet> + '_ {
+        self.g.edge_weights_mut()
+    }
+
+    /// The memlet on edge `id`, to edit one edge in place (keeps its index and endpoints).
+    pub fn memlet_mut(&mut self, id: EdgeIndex) -> &mut Memlet {
+        &mut self.g[id]
+    }
+
+    /// Removes a node and its edges; other indices stay valid. `None` if already gone.
+    pub fn remove_node(&mut self, idx: NodeIndex) -> Option<Node> {
+        self.g.remove_node(idx)
+    }
+
+    /// Removes one edge; other indices stay valid. `None` if already gone.
+    pub fn remove_edge(&mut self, id: EdgeIndex) -> Option<Memlet> {
+        self.g.remove_edge(id)
+    }
+
+    /// Targets of `idx`'s outgoing edges (one per edge, unsorted): cheap traversal for
+    /// reachability and neighbourhoods, where [`Graph::out_edges`]' sorting is not needed.
+    pub fn successors(&self, idx: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.g.neighbors_directed(idx, Direction::Outgoing)
+    }
+
+    /// Sources of `idx`'s incoming edges (one per edge, unsorted); see [`Graph::successors`].
+    pub fn predecessors(&self, idx: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.g.neighbors_directed(idx, Direction::Incoming)
+    }
+
+    /// Whether a path of edges leads from `from` to `to` (a node reaches itself): the ordering
+    /// question behind fusion and buffer reuse legality.
+    pub fn has_path(&self, from: NodeIndex, to: NodeIndex) -> bool {
+        petgraph::algo::has_path_connecting(&self.g, from, to, None)
+    }
+
     pub fn add_node(&mut self, node: Node) -> NodeIndex {
         self.g.add_node(node)
     }
@@ -70,14 +156,14 @@ impl Graph {
     }
 
     pub fn in_edges(&self, idx: NodeIndex) -> Vec<EdgeView<'_>> {
-        self.edges(idx, Direction::Incoming)
+        self.directed_edges(idx, Direction::Incoming)
     }
 
     pub fn out_edges(&self, idx: NodeIndex) -> Vec<EdgeView<'_>> {
-        self.edges(idx, Direction::Outgoing)
+        self.directed_edges(idx, Direction::Outgoing)
     }
 
-    fn edges(&self, idx: NodeIndex, dir: Direction) -> Vec<EdgeView<'_>> {
+    fn directed_edges(&self, idx: NodeIndex, dir: Direction) -> Vec<EdgeView<'_>> {
         let mut v: Vec<EdgeView> = self
             .g
             .edges_directed(idx, dir)

@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 /// nested map ranges and index values inside tasklets.
 pub fn substitute_symbols(g: &mut Graph, f: &dyn Fn(&str) -> Option<SymExpr>) {
     let sub = |e: &SymExpr| e.substitute_all(f);
-    for e in g.g.edge_weights_mut() {
+    for e in g.memlets_mut() {
         e.subset = e.subset.map_exprs(&sub);
     }
-    for n in g.g.node_weights_mut() {
+    for n in g.nodes_mut() {
         match &mut n.kind {
             NodeKind::Map(m) => {
                 for p in &mut m.params {
@@ -101,26 +101,27 @@ impl ScopeEdit<'_> {
             .collect();
         for (eid, d, scoped, ordering) in ins {
             match (boundary.reads.get(&d), boundary.writes.get(&d)) {
-                (Some(s), _) => g.g[eid].subset = s.clone(),
+                (Some(s), _) => g.memlet_mut(eid).subset = s.clone(),
                 // Read-modify-write ordering edges of accumulations stay, with the write's subset.
-                (None, Some((s, Some(_)))) => g.g[eid].subset = s.clone(),
+                (None, Some((s, Some(_)))) => g.memlet_mut(eid).subset = s.clone(),
                 // Explicitly passed local containers stay while the body uses them, and so do
                 // ordering edges (empty subsets: they move nothing, they only order the map).
                 _ if scoped || ordering => {}
                 _ => {
-                    g.g.remove_edge(eid);
+                    g.remove_edge(eid);
                 }
             }
         }
         for (eid, d, scoped) in outs {
             match boundary.writes.get(&d) {
                 Some((s, wcr)) => {
-                    g.g[eid].subset = s.clone();
-                    g.g[eid].wcr = *wcr;
+                    let m = g.memlet_mut(eid);
+                    m.subset = s.clone();
+                    m.wcr = *wcr;
                 }
                 None if scoped => {}
                 None => {
-                    g.g.remove_edge(eid);
+                    g.remove_edge(eid);
                 }
             }
         }

@@ -128,7 +128,7 @@ impl<'a> Validator<'a> {
                 format!("dataflow cycle through nodes {cycle:?}"),
             );
         }
-        for idx in g.g.node_indices() {
+        for idx in g.node_indices() {
             let node = g.node(idx);
             if !self.seen.insert(node.id) {
                 self.fail(Location::Node(node.id), "node id used twice".into());
@@ -167,9 +167,8 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        for e in g.g.edge_indices() {
-            let (s, t) = g.g.edge_endpoints(e).expect("edge exists");
-            self.edge(g, s, t, &g.g[e], scope);
+        for e in g.edges() {
+            self.edge(g, e.from, e.to, e.memlet, scope);
         }
     }
 
@@ -527,7 +526,7 @@ mod tests {
             .locate_mut(tasklet.expect("tasklet"))
             .expect("found");
         let input = body.in_edges(idx)[0].id;
-        body.g.remove_edge(input);
+        body.remove_edge(input);
         let m = messages(&p);
         assert!(
             m.iter().any(|s| s.contains("undeclared container `Y`")),

@@ -113,7 +113,7 @@ pub fn expand_node(
     let anchors_out: BTreeMap<String, NodeIndex> =
         outs.into_iter().flatten().map(|(i, d)| (d, i)).collect();
     let added = splice(scope, sub, &anchors_in, &anchors_out);
-    scope.g.remove_node(idx);
+    scope.remove_node(idx);
     Ok(added)
 }
 
@@ -206,9 +206,8 @@ fn splice(
             slot.insert(scope.add_node(node));
         }
     }
-    for e in sub.g.edge_indices() {
-        let (s, t) = sub.g.edge_endpoints(e).expect("edge exists");
-        scope.add_edge(map[&s], map[&t], sub.g[e].clone());
+    for e in sub.edges() {
+        scope.add_edge(map[&e.from], map[&e.to], e.memlet.clone());
     }
     added
 }
@@ -233,7 +232,7 @@ pub fn expand_all(p: &mut Program) -> Result<usize, ExpandError> {
 /// Renames map parameters that would shadow a program symbol or container (an expansion's `k`
 /// meeting a model dimension called `k`), in the parameter list and everywhere in the body.
 fn rename_clashing_params(g: &mut Graph, taken: &BTreeSet<String>) {
-    for node in g.g.node_weights_mut() {
+    for node in g.nodes_mut() {
         let NodeKind::Map(m) = &mut node.kind else {
             continue;
         };

@@ -5,7 +5,9 @@
 //! of Shape and Size may be symbolic and are written as index expressions (`idx(N)`), which
 //! both backends evaluate exactly in the `f64` compute type of an `i64` output.
 
-use super::support::{arg, dim_product, fill_map, input_type, params_over, sym_shape};
+use super::support::{
+    arg, dim_product, element_count, fill_map, input_type, params_over, sym_shape, MAX_ELEMENTS,
+};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, Out};
 use crate::ir::{Attr, BinOp, DType, LibraryNode, Subset, SymExpr, TExpr, Tensor};
@@ -222,7 +224,7 @@ impl Operator for ConstantOfShape {
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let dims = Self::dims(arg("ConstantOfShape", inputs, 0)?)?;
         let (dtype, value) = Self::fill(node)?;
-        let n: usize = dims.iter().product();
+        let n = element_count("ConstantOfShape", &dims)?;
         Ok(vec![Tensor::from_f64(dtype, dims, &vec![value; n])])
     }
 
@@ -251,6 +253,12 @@ impl RangeOp {
             ));
         }
         let n = ((limit - start) / delta).ceil().max(0.0);
+        if n > MAX_ELEMENTS as f64 {
+            return Err(OpError::shape(
+                "Range",
+                format!("counting from {start} to {limit} in steps of {delta} gives more than {MAX_ELEMENTS} elements"),
+            ));
+        }
         Ok(n as usize)
     }
 

@@ -94,6 +94,23 @@ pub fn dim_product(dims: &[SymExpr]) -> SymExpr {
 }
 
 /// Static dimensions of a concrete tensor as symbolic ones.
+/// The most elements a tensor that dmove computes while importing or interpreting may have
+/// (2^31, 8 GiB of f32): a model that asks for more gets an error, not an abort.
+pub const MAX_ELEMENTS: usize = 1 << 31;
+
+/// How many elements `shape` holds, or an error when that exceeds [`MAX_ELEMENTS`].
+pub fn element_count(op: &str, shape: &[usize]) -> Result<usize, OpError> {
+    (shape.iter())
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| {
+            OpError::shape(
+                op,
+                format!("a tensor of shape {shape:?} exceeds {MAX_ELEMENTS} elements"),
+            )
+        })
+}
+
 pub fn sym_shape(shape: &[usize]) -> Vec<SymExpr> {
     shape.iter().map(|&d| SymExpr::from(d)).collect()
 }

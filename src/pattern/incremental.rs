@@ -237,7 +237,7 @@ impl Matcher {
     fn index_all(&mut self, p: &Program) {
         self.locs.clear();
         for (path, g) in scopes(p) {
-            for idx in g.g.node_indices() {
+            for idx in g.node_indices() {
                 self.locs.insert(
                     g.node(idx).id,
                     Loc {
@@ -254,7 +254,7 @@ impl Matcher {
         let Some(g) = resolve_scope(p, &loc.path) else {
             return;
         };
-        let Some(node) = g.g.node_weight(loc.idx) else {
+        let Some(node) = g.get_node(loc.idx) else {
             return;
         };
         self.locs.insert(node.id, loc.clone());
@@ -262,7 +262,7 @@ impl Matcher {
             let mut inner = loc.path.clone();
             inner.push(loc.idx);
             if let Some(body) = resolve_scope(p, &inner) {
-                let idxs: Vec<NodeIndex> = body.g.node_indices().collect();
+                let idxs: Vec<NodeIndex> = body.node_indices().collect();
                 for idx in idxs {
                     self.index_subtree(
                         p,
@@ -303,7 +303,7 @@ fn neighborhood(g: &Graph, start: NodeIndex, radius: usize) -> BTreeSet<NodeInde
     for _ in 0..radius {
         let mut next = Vec::new();
         for idx in frontier {
-            for n in g.g.neighbors_undirected(idx) {
+            for n in g.successors(idx).chain(g.predecessors(idx)) {
                 if seen.insert(n) {
                     next.push(n);
                 }
@@ -318,7 +318,7 @@ fn neighborhood(g: &Graph, start: NodeIndex, radius: usize) -> BTreeSet<NodeInde
 fn resolve_scope<'p>(p: &'p Program, path: &[NodeIndex]) -> Option<&'p Graph> {
     let mut g = &p.graph;
     for &idx in path {
-        match &g.g.node_weight(idx)?.kind {
+        match &g.get_node(idx)?.kind {
             NodeKind::Map(m) => g = &m.body,
             _ => return None,
         }
@@ -329,5 +329,5 @@ fn resolve_scope<'p>(p: &'p Program, path: &[NodeIndex]) -> Option<&'p Graph> {
 /// The scope of node `id` if the cached location still holds it.
 fn resolve<'p>(p: &'p Program, id: NodeId, loc: &Loc) -> Option<&'p Graph> {
     let g = resolve_scope(p, &loc.path)?;
-    (g.g.node_weight(loc.idx)?.id == id).then_some(g)
+    (g.get_node(loc.idx)?.id == id).then_some(g)
 }

@@ -9,8 +9,6 @@ use super::pred::{describe, test};
 use super::{Match, MeasureKind, Operand, Pattern};
 use crate::ir::{Graph, NodeId, NodeKind, Program};
 use petgraph::stable_graph::NodeIndex;
-use petgraph::visit::EdgeRef;
-use petgraph::Direction;
 
 /// Why a pattern did not match: the constraint that failed (`at`), on which node, and the
 /// value seen (`message`), e.g. "`mm`: expected op MatMul, found Gemm".
@@ -26,7 +24,7 @@ pub struct Mismatch {
 pub fn find_all(pattern: &Pattern, p: &Program) -> Vec<Match> {
     let mut out = Vec::new();
     for (_, g) in scopes(p) {
-        for idx in g.g.node_indices() {
+        for idx in g.node_indices() {
             if anchor_fits(pattern, p, g, idx) {
                 out.extend(search_from(pattern, p, g, idx));
             }
@@ -69,7 +67,7 @@ pub fn explain(pattern: &Pattern, p: &Program, node: NodeId) -> Result<Match, Mi
 /// Every scope of the program with the path of map indices leading to it (outermost first).
 pub(crate) fn scopes(p: &Program) -> Vec<(Vec<NodeIndex>, &Graph)> {
     fn walk<'p>(g: &'p Graph, path: Vec<NodeIndex>, out: &mut Vec<(Vec<NodeIndex>, &'p Graph)>) {
-        for idx in g.g.node_indices() {
+        for idx in g.node_indices() {
             if let NodeKind::Map(m) = &g.node(idx).kind {
                 let mut inner = path.clone();
                 inner.push(idx);
@@ -183,17 +181,13 @@ impl<'s> Search<'s> {
         let Some(from) = self.bound[step.from] else {
             return;
         };
-        let dir = if step.outgoing {
-            Direction::Outgoing
+        let near: Vec<NodeIndex> = if step.outgoing {
+            self.g.successors(from).collect()
         } else {
-            Direction::Incoming
+            self.g.predecessors(from).collect()
         };
-        let mut cands: Vec<(NodeId, NodeIndex)> = self
-            .g
-            .g
-            .neighbors_directed(from, dir)
-            .map(|n| (self.id(n), n))
-            .collect();
+        let mut cands: Vec<(NodeId, NodeIndex)> =
+            near.into_iter().map(|n| (self.id(n), n)).collect();
         cands.sort();
         cands.dedup();
         if cands.is_empty() {
@@ -258,9 +252,13 @@ impl<'s> Search<'s> {
             let (Some(a), Some(b)) = (self.bound[e.from], self.bound[e.to]) else {
                 continue;
             };
-            let mut edges = g.g.edges_connecting(a, b).peekable();
-            let found = edges.peek().is_some();
-            let ok = edges.any(|x| e.data.as_ref().is_none_or(|d| &x.weight().data == d));
+            let edges: Vec<_> = g
+                .out_edges(a)
+                .into_iter()
+                .filter(|x| x.other == b)
+                .collect();
+            let found = !edges.is_empty();
+            let ok = (edges.iter()).any(|x| e.data.as_ref().is_none_or(|d| &x.memlet.data == d));
             if !ok {
                 self.fail(depth, |s| Mismatch {
                     at: edge_name(s.name(e.from), s.name(e.to), true),
@@ -328,17 +326,12 @@ impl<'s> Search<'s> {
 pub(crate) fn readers(g: &Graph, idx: NodeIndex) -> usize {
     let outs: Vec<NodeIndex> = match g.node(idx).kind {
         NodeKind::Access(_) => vec![idx],
-        _ => {
-            g.g.edges_directed(idx, Direction::Outgoing)
-                .map(|e| e.target())
-                .filter(|&t| matches!(g.node(t).kind, NodeKind::Access(_)))
-                .collect()
-        }
+        _ => g
+            .successors(idx)
+            .filter(|&t| matches!(g.node(t).kind, NodeKind::Access(_)))
+            .collect(),
     };
-    let mut rs: Vec<NodeIndex> = outs
-        .iter()
-        .flat_map(|&a| g.g.neighbors_directed(a, Direction::Outgoing))
-        .collect();
+    let mut rs: Vec<NodeIndex> = outs.iter().flat_map(|&a| g.successors(a)).collect();
     rs.sort();
     rs.dedup();
     rs.len()

@@ -331,64 +331,23 @@ impl Engine {
         let snapshot = p.clone();
         let hash_before = program_hash(p);
         let before = diff::fingerprints(p);
-        let refused = |p: &mut Program, snapshot: Program, r: Refusal| {
-            *p = snapshot;
-            Err(r)
-        };
-        let touched = match plan.run(p) {
-            Ok(touched) => touched,
-            Err(e) => return refused(p, snapshot, e.into()),
-        };
-        if let Err(error) = validate(p) {
-            let r = Refusal::Invalid {
-                transformation: t.name().to_string(),
-                node: anchor,
-                error,
+        let checked = plan.run(p).map_err(Refusal::from).and_then(|touched| {
+            let after = Rewrite {
+                t,
+                anchor,
+                original: &snapshot,
+                original_hash: &hash_before,
+                waived: legality.waived(),
             };
-            return refused(p, snapshot, r);
-        }
-        let passed = |layer: Layer, how: &str| CheckRecord {
-            layer,
-            outcome: Outcome::Passed {
-                how: how.to_string(),
-            },
+            Ok((touched, self.check_rewrite(&after, p)?))
+        });
+        let (touched, (done, hash_after)) = match checked {
+            Ok(checked) => checked,
+            Err(r) => {
+                *p = snapshot;
+                return Err(r);
+            }
         };
-        let mut waived = legality.waived().to_vec();
-        if let Some((node, reason)) = races::new_race(&snapshot, p) {
-            if !self.checks.is_lowered(Layer::Legality) {
-                let r = Refusal::Race {
-                    transformation: t.name().to_string(),
-                    node,
-                    reason,
-                };
-                return refused(p, snapshot, r);
-            }
-            waived.push(format!("parallel map {node}: {reason}"));
-        }
-        let legality = (self.checks)
-            .lowered_record(Layer::Legality, waived)
-            .unwrap_or_else(|| passed(Layer::Legality, "preconditions; parallel maps race-free"));
-        let mut done = vec![passed(Layer::Structural, ""), legality];
-        let hash_after = program_hash(p);
-        match self.checks.lowered_record(Layer::Numerics, Vec::new()) {
-            Some(record) => done.push(record),
-            None => {
-                let run = numerics::Run {
-                    original: &snapshot,
-                    original_hash: &hash_before,
-                    rewritten: p,
-                    rewritten_hash: &hash_after,
-                    checks: &self.checks,
-                };
-                match run.compare(&mut self.cache) {
-                    Ok(how) => done.push(passed(Layer::Numerics, &how)),
-                    Err(failure) => {
-                        let r = failure.refusal(t.name(), anchor);
-                        return refused(p, snapshot, r);
-                    }
-                }
-            }
-        }
         let (added, removed, modified) = diff::compare(&before, &diff::fingerprints(p));
         Ok(Step {
             transformation: t.name().to_string(),
@@ -403,6 +362,71 @@ impl Engine {
             checks: done,
         })
     }
+
+    /// The layers after a rewrite of `after.original` into `p`: structural invariants, the
+    /// engine's race check (with the waived preconditions when legality is lowered), numerics.
+    /// Returns the records and the rewritten program's hash.
+    fn check_rewrite(
+        &mut self,
+        after: &Rewrite,
+        p: &Program,
+    ) -> Result<(Vec<CheckRecord>, String), Refusal> {
+        let name = after.t.name().to_string();
+        if let Err(error) = validate(p) {
+            return Err(Refusal::Invalid {
+                transformation: name,
+                node: after.anchor,
+                error,
+            });
+        }
+        let passed = |layer: Layer, how: &str| CheckRecord {
+            layer,
+            outcome: Outcome::Passed {
+                how: how.to_string(),
+            },
+        };
+        let mut waived = after.waived.to_vec();
+        if let Some((node, reason)) = races::new_race(after.original, p) {
+            if !self.checks.is_lowered(Layer::Legality) {
+                return Err(Refusal::Race {
+                    transformation: name,
+                    node,
+                    reason,
+                });
+            }
+            waived.push(format!("parallel map {node}: {reason}"));
+        }
+        let legality = (self.checks)
+            .lowered_record(Layer::Legality, waived)
+            .unwrap_or_else(|| passed(Layer::Legality, "preconditions; parallel maps race-free"));
+        let mut done = vec![passed(Layer::Structural, ""), legality];
+        let hash_after = program_hash(p);
+        match self.checks.lowered_record(Layer::Numerics, Vec::new()) {
+            Some(record) => done.push(record),
+            None => {
+                let run = numerics::Run {
+                    original: after.original,
+                    original_hash: after.original_hash,
+                    rewritten: p,
+                    rewritten_hash: &hash_after,
+                    checks: &self.checks,
+                };
+                let how = (run.compare(&mut self.cache))
+                    .map_err(|failure| failure.refusal(&name, after.anchor))?;
+                done.push(passed(Layer::Numerics, &how));
+            }
+        }
+        Ok((done, hash_after))
+    }
+}
+
+/// A rewrite just made, as the checks after it need it.
+struct Rewrite<'a> {
+    t: &'a dyn Transformation,
+    anchor: NodeId,
+    original: &'a Program,
+    original_hash: &'a str,
+    waived: &'a [String],
 }
 
 /// A rewrite that passed its preconditions, ready for [`Engine::commit`].

@@ -27,12 +27,12 @@ fn to(layout: &str) -> Params {
 /// Every subset on `data` in the program, as text.
 fn subsets(p: &Program, data: &str) -> Vec<String> {
     fn walk(g: &dmove::ir::Graph, data: &str, out: &mut Vec<String>) {
-        for m in g.g.edge_weights() {
+        for m in g.edges().map(|e| e.memlet) {
             if m.data == data {
                 out.push(m.subset.to_string());
             }
         }
-        for n in g.g.node_weights() {
+        for n in g.nodes() {
             if let NodeKind::Map(m) = &n.kind {
                 walk(&m.body, data, out);
             }

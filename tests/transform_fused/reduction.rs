@@ -199,7 +199,7 @@ fn refuses_a_statistic_read_at_another_row() {
     let NodeKind::Map(norm) = &mut g.node_mut(idx).kind else {
         panic!("not a map");
     };
-    for m in norm.body.g.edge_weights_mut() {
+    for m in norm.body.memlets_mut() {
         if m.data == "softmax_max" {
             m.subset = Subset::element([SymExpr::sym("i0"), SymExpr::Int(0), SymExpr::Int(0)]);
         }

@@ -75,8 +75,8 @@ fn second_transient_takes_over_the_first_buffer_with_an_ordering_edge() {
     let empty = Subset(vec![Dim::Range(dmove::ir::Range::upto(0))]);
     let ordering: Vec<_> = p
         .graph
-        .g
-        .edge_weights()
+        .edges()
+        .map(|e| e.memlet)
         .filter(|m| m.subset == empty)
         .collect();
     assert_eq!(ordering.len(), 1, "one ordering edge");
@@ -91,8 +91,7 @@ fn second_transient_takes_over_the_first_buffer_with_an_ordering_edge() {
     // The ordering edge survives a later rewrite of the writer's boundary.
     let writer = p
         .graph
-        .g
-        .node_weights()
+        .nodes()
         .find(|n| n.label == "m3" && matches!(n.kind, NodeKind::Map(_)))
         .map(|n| n.id)
         .expect("m3");
@@ -104,8 +103,8 @@ fn second_transient_takes_over_the_first_buffer_with_an_ordering_edge() {
     apply_checked(&mut p, "MapTiling", &[writer], &ps);
     assert_eq!(
         p.graph
-            .g
-            .edge_weights()
+            .edges()
+            .map(|e| e.memlet)
             .filter(|m| m.subset == empty)
             .count(),
         1

@@ -36,7 +36,7 @@ fn siblings(dependent: bool) -> (Program, NodeId, NodeId) {
 }
 
 fn access_nodes(g: &dmove::ir::Graph, data: &str) -> usize {
-    g.g.node_weights()
+    g.nodes()
         .filter(|n| matches!(&n.kind, NodeKind::Access(d) if d == data))
         .count()
 }
@@ -60,8 +60,7 @@ fn fuses_independent_maps_and_shares_the_common_input() {
     );
     let top_maps = p
         .graph
-        .g
-        .node_weights()
+        .nodes()
         .filter(|n| matches!(n.kind, NodeKind::Map(_)))
         .count();
     assert_eq!(top_maps, 1);

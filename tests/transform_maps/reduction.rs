@@ -21,8 +21,7 @@ fn register_accumulation_splits_off_the_reduction_loop() {
     // The outer body: init tasklet, inner map, write tasklet (plus access nodes).
     let tasklets: Vec<&str> = map(&p, acc)
         .body
-        .g
-        .node_weights()
+        .nodes()
         .filter(|n| matches!(n.kind, NodeKind::Tasklet(_)))
         .map(|n| n.label.as_str())
         .collect();

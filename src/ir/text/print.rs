@@ -9,7 +9,6 @@ use crate::ir::graph::{Graph, Program};
 use crate::ir::node::{Attr, Memlet, Node, NodeKind};
 use crate::ir::tensor::Tensor;
 use crate::ir::texpr::format_float;
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use std::collections::BTreeMap;
 
 /// The human form: constants with more than [`INLINE_LIMIT`] elements appear only as their
@@ -127,18 +126,18 @@ fn scope(g: &Graph, level: usize, out: &mut String) {
         out.push('\n');
     }
     let position: BTreeMap<_, _> = order.iter().enumerate().map(|(i, idx)| (*idx, i)).collect();
-    let mut edges: Vec<(usize, usize, String)> =
-        g.g.edge_references()
-            .map(|e| {
-                let (s, d) = (e.source(), e.target());
-                let line = edge(
-                    &g.node(s).id.to_string(),
-                    &g.node(d).id.to_string(),
-                    e.weight(),
-                );
-                (position[&s], position[&d], line)
-            })
-            .collect();
+    let mut edges: Vec<(usize, usize, String)> = g
+        .edges()
+        .map(|e| {
+            let (s, d) = (e.from, e.to);
+            let line = edge(
+                &g.node(s).id.to_string(),
+                &g.node(d).id.to_string(),
+                e.memlet,
+            );
+            (position[&s], position[&d], line)
+        })
+        .collect();
     edges.sort();
     for (_, _, line) in edges {
         out.push_str(&pad);

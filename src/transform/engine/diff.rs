@@ -3,7 +3,6 @@
 
 use crate::ir::text::print_exact;
 use crate::ir::{Graph, NodeId, NodeKind, Program};
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use sha2::{Digest, Sha256};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
@@ -32,7 +31,7 @@ fn graph_fingerprints(
     out: &mut BTreeMap<NodeId, u64>,
 ) {
     let mut own: BTreeMap<petgraph::stable_graph::NodeIndex, u64> = BTreeMap::new();
-    for idx in g.g.node_indices() {
+    for idx in g.node_indices() {
         let n = g.node(idx);
         let mut h = DefaultHasher::new();
         (scope, &n.label).hash(&mut h);
@@ -48,10 +47,10 @@ fn graph_fingerprints(
     }
     // Edges are folded in with a commutative sum so their storage order does not matter.
     let mut edges: BTreeMap<petgraph::stable_graph::NodeIndex, u64> = BTreeMap::new();
-    for e in g.g.edge_references() {
-        let (s, t) = (e.source(), e.target());
+    for e in g.edges() {
+        let (s, t) = (e.from, e.to);
         let mut h = DefaultHasher::new();
-        (g.node(s).id, g.node(t).id, format!("{:?}", e.weight())).hash(&mut h);
+        (g.node(s).id, g.node(t).id, format!("{:?}", e.memlet)).hash(&mut h);
         let eh = h.finish();
         for end in [s, t] {
             let slot = edges.entry(end).or_default();

@@ -372,7 +372,7 @@ pub fn work(p: &Program) -> Option<u64> {
 
 fn graph_work(g: &Graph, env: &SymEnv) -> Option<u64> {
     let mut total: u64 = 0;
-    for n in g.g.node_weights() {
+    for n in g.nodes() {
         total = total.checked_add(match &n.kind {
             NodeKind::Map(m) => {
                 let mut points: u64 = 1;

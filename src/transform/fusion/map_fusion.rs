@@ -229,7 +229,7 @@ fn ranges(m: &MapNode) -> String {
 /// Inside one body, `data` is accessed only by tasklets directly in it: the rewrite redirects
 /// those accesses to the register and cannot reach into nested maps.
 fn nested_use(body: &Graph, data: &str) -> Result<(), String> {
-    for idx in body.g.node_indices() {
+    for idx in body.node_indices() {
         match &body.node(idx).kind {
             NodeKind::Access(d) if d == data => {
                 let others = (body.in_edges(idx).into_iter())
@@ -262,7 +262,7 @@ fn element_accesses(
     producer: bool,
 ) -> Result<(), String> {
     let mut writes = 0;
-    for idx in body.g.node_indices() {
+    for idx in body.node_indices() {
         if !matches!(&body.node(idx).kind, NodeKind::Access(d) if d == data) {
             continue;
         }
@@ -306,18 +306,18 @@ fn fuse_bodies(pm: MapNode, cm: MapNode, t: &str, scalar: &str) -> MapNode {
         }
     };
     let mut produced = None;
-    for idx in body.g.node_indices().collect::<Vec<_>>() {
+    for idx in body.node_indices().collect::<Vec<_>>() {
         if matches!(&body.node(idx).kind, NodeKind::Access(d) if d == t) {
             body.node_mut(idx).kind = NodeKind::Access(scalar.to_string());
             produced = Some(idx);
         }
     }
-    for m in body.g.edge_weights_mut() {
+    for m in body.memlets_mut() {
         to_scalar(m);
     }
     let consumer = cm.body;
     let mut map: BTreeMap<NodeIndex, NodeIndex> = BTreeMap::new();
-    for idx in consumer.g.node_indices() {
+    for idx in consumer.node_indices() {
         let node = consumer.node(idx);
         let target = match (&node.kind, produced) {
             (NodeKind::Access(d), Some(src)) if d == t => src,
@@ -325,12 +325,11 @@ fn fuse_bodies(pm: MapNode, cm: MapNode, t: &str, scalar: &str) -> MapNode {
         };
         map.insert(idx, target);
     }
-    for e in consumer.g.edge_indices() {
-        let ends = consumer.g.edge_endpoints(e);
-        let Some((s, d)) = ends.and_then(|(s, d)| Some((*map.get(&s)?, *map.get(&d)?))) else {
+    for e in consumer.edges() {
+        let (Some(&s), Some(&d)) = (map.get(&e.from), map.get(&e.to)) else {
             continue;
         };
-        let mut m = consumer.g[e].clone();
+        let mut m = e.memlet.clone();
         to_scalar(&mut m);
         body.add_edge(s, d, m);
     }

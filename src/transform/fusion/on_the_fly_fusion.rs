@@ -111,8 +111,8 @@ fn fuse(
     if let NodeKind::Map(m) = &mut edit.graph.node_mut(idx).kind {
         m.body = body;
     }
-    edit.graph.g.remove_node(link_node);
-    edit.graph.g.remove_node(pi);
+    edit.graph.remove_node(link_node);
+    edit.graph.remove_node(pi);
     for id in nested.into_iter().rev().chain([consumer]) {
         if let Some(mut e) = p.edit(id) {
             let at = e.idx;
@@ -247,7 +247,7 @@ fn stable_inputs(g: &Graph, pi: NodeIndex, ci: NodeIndex) -> Result<(), String> 
         if c_writes.contains(&d) {
             return Err(format!("producer reads `{d}`, which the consumer writes"));
         }
-        let later = g.g.node_indices().find(|&i| {
+        let later = g.node_indices().find(|&i| {
             i != e.other
                 && matches!(&g.node(i).kind, NodeKind::Access(x) if x == d)
                 && !g.in_edges(i).is_empty()
@@ -265,16 +265,11 @@ fn stable_inputs(g: &Graph, pi: NodeIndex, ci: NodeIndex) -> Result<(), String> 
 /// The producer's single tasklet, when it computes each element `T[p0, p1, …]` of the whole of
 /// `T` once from element reads: the reason in words otherwise.
 fn elementwise(m: &MapNode, t: &str) -> Result<Producer, String> {
-    if m.body
-        .g
-        .node_weights()
-        .any(|n| matches!(n.kind, NodeKind::Map(_)))
-    {
+    if m.body.nodes().any(|n| matches!(n.kind, NodeKind::Map(_))) {
         return Err("its body has a nested map".into());
     }
     let tasklets: Vec<NodeIndex> = m
         .body
-        .g
         .node_indices()
         .filter(|&i| matches!(m.body.node(i).kind, NodeKind::Tasklet(_)))
         .collect();
@@ -347,7 +342,7 @@ fn consumer_reads(
     p: &Program,
     rounding: &mut Option<String>,
 ) -> Result<(), String> {
-    for idx in g.g.node_indices() {
+    for idx in g.node_indices() {
         match &g.node(idx).kind {
             NodeKind::Access(d) if d == t && !g.in_edges(idx).is_empty() => {
                 return Err(format!("the consumer writes `{t}`"));
@@ -400,7 +395,7 @@ fn executed_reads(m: &MapNode, t: &str, env: &SymEnv) -> Option<i64> {
         points = points.checked_mul(q.range.len().eval(env).ok()?.max(0))?;
     }
     let mut inner = 0i64;
-    for idx in m.body.g.node_indices() {
+    for idx in m.body.node_indices() {
         match &m.body.node(idx).kind {
             NodeKind::Tasklet(_) => {
                 let reads = m.body.in_edges(idx);
@@ -417,7 +412,7 @@ fn executed_reads(m: &MapNode, t: &str, env: &SymEnv) -> Option<i64> {
 /// Replaces, in every tasklet of `g` (at any depth), each read of the producer's array by the
 /// producer's expression evaluated at the read's indices, reading the producer's inputs there.
 fn inline(g: &mut Graph, f: &Producer, fresh: &mut dyn FnMut() -> NodeId) {
-    for idx in g.g.node_indices().collect::<Vec<_>>() {
+    for idx in g.node_indices().collect::<Vec<_>>() {
         if let NodeKind::Map(m) = &mut g.node_mut(idx).kind {
             inline(&mut m.body, f, fresh);
             continue;
@@ -435,7 +430,7 @@ fn inline(g: &mut Graph, f: &Producer, fresh: &mut dyn FnMut() -> NodeId) {
             })
             .collect();
         for (eid, conn, subset) in reads {
-            g.g.remove_edge(eid);
+            g.remove_edge(eid);
             let at: BTreeMap<&str, SymExpr> = f
                 .params
                 .iter()
@@ -474,16 +469,16 @@ fn inline(g: &mut Graph, f: &Producer, fresh: &mut dyn FnMut() -> NodeId) {
             }
         }
     }
-    let unused: Vec<NodeIndex> =
-        g.g.node_indices()
-            .filter(|&i| {
-                matches!(&g.node(i).kind, NodeKind::Access(d) if *d == f.t)
-                    && g.in_edges(i).is_empty()
-                    && g.out_edges(i).is_empty()
-            })
-            .collect();
+    let unused: Vec<NodeIndex> = g
+        .node_indices()
+        .filter(|&i| {
+            matches!(&g.node(i).kind, NodeKind::Access(d) if *d == f.t)
+                && g.in_edges(i).is_empty()
+                && g.out_edges(i).is_empty()
+        })
+        .collect();
     for i in unused {
-        g.g.remove_node(i);
+        g.remove_node(i);
     }
 }
 

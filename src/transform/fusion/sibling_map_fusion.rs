@@ -18,7 +18,6 @@ use crate::transform::support::splice::replace_pair;
 use crate::transform::{
     expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
-use petgraph::algo::has_path_connecting;
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -119,8 +118,7 @@ fn scope_candidates(g: &Graph, out: &mut Vec<Vec<NodeId>>) {
         .collect();
     for (k, (a, am)) in maps.iter().enumerate() {
         for (b, bm) in &maps[k + 1..] {
-            let joined =
-                has_path_connecting(&g.g, *a, *b, None) || has_path_connecting(&g.g, *b, *a, None);
+            let joined = g.has_path(*a, *b) || g.has_path(*b, *a);
             if !joined && same_space(am, bm).is_ok() {
                 out.push(vec![g.node(*a).id, g.node(*b).id]);
             }
@@ -180,7 +178,7 @@ fn independent(
 ) -> Result<(), String> {
     let (fid, sid) = (g.node(fi).id, g.node(si).id);
     for (from, to) in [(fi, si), (si, fi)] {
-        if has_path_connecting(&g.g, from, to, None) {
+        if g.has_path(from, to) {
             return Err(format!(
                 "map {} depends on map {} through the nodes between them",
                 g.node(to).id,
@@ -250,14 +248,14 @@ fn merge(first: MapNode, second: MapNode) -> MapNode {
     substitute_symbols(&mut extra, &|s| rename.get(s).cloned());
     let mut body = first.body;
     let sources = |g: &Graph| -> BTreeMap<String, NodeIndex> {
-        let written: BTreeSet<String> =
-            g.g.node_indices()
-                .filter(|&i| !g.in_edges(i).is_empty())
-                .filter_map(|i| match &g.node(i).kind {
-                    NodeKind::Access(d) => Some(d.clone()),
-                    _ => None,
-                })
-                .collect();
+        let written: BTreeSet<String> = g
+            .node_indices()
+            .filter(|&i| !g.in_edges(i).is_empty())
+            .filter_map(|i| match &g.node(i).kind {
+                NodeKind::Access(d) => Some(d.clone()),
+                _ => None,
+            })
+            .collect();
         g.ordered()
             .into_iter()
             .filter_map(|i| match &g.node(i).kind {
@@ -269,7 +267,7 @@ fn merge(first: MapNode, second: MapNode) -> MapNode {
     let shared = sources(&body);
     let theirs = sources(&extra);
     let mut index: BTreeMap<NodeIndex, NodeIndex> = BTreeMap::new();
-    for idx in extra.g.node_indices() {
+    for idx in extra.node_indices() {
         let node = extra.node(idx);
         let reuse = match &node.kind {
             NodeKind::Access(d) if theirs.get(d) == Some(&idx) => shared.get(d).copied(),
@@ -278,10 +276,9 @@ fn merge(first: MapNode, second: MapNode) -> MapNode {
         let target = reuse.unwrap_or_else(|| body.add_node(node.clone()));
         index.insert(idx, target);
     }
-    for e in extra.g.edge_indices() {
-        let ends = extra.g.edge_endpoints(e);
-        if let Some((s, d)) = ends.and_then(|(s, d)| Some((*index.get(&s)?, *index.get(&d)?))) {
-            body.add_edge(s, d, extra.g[e].clone());
+    for e in extra.edges() {
+        if let (Some(&s), Some(&d)) = (index.get(&e.from), index.get(&e.to)) {
+            body.add_edge(s, d, e.memlet.clone());
         }
     }
     MapNode {

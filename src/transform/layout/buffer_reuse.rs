@@ -29,7 +29,6 @@ use crate::transform::support::opgraph::{rename_container, same_shape, shown};
 use crate::transform::{
     refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
-use petgraph::algo::has_path_connecting;
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -168,8 +167,7 @@ impl BufferReuse {
         let wid = g.node(writer).id;
         legality
             .holds(defines(g, writer, &second, &d2.shape).map_err(|r| why(format!("{wid} {r}"))))?;
-        let late = (l2.touching.iter())
-            .find(|&&n| n != writer && !has_path_connecting(&g.g, writer, n, None));
+        let late = (l2.touching.iter()).find(|&&n| n != writer && !g.has_path(writer, n));
         legality.holds(match late {
             Some(&late) => Err(why(format!(
                 "{} uses `{second}` but is not ordered after its first writer {wid}",
@@ -296,7 +294,7 @@ fn orderings(
     writer: NodeIndex,
 ) -> Result<Vec<(NodeId, Memlet)>, NodeIndex> {
     let g = &p.graph;
-    let mut scratch = g.g.clone();
+    let mut scratch = g.clone();
     let mut out = Vec::new();
     for n in g
         .ordered()
@@ -304,7 +302,7 @@ fn orderings(
         .rev()
         .filter(|n| touching.contains(n))
     {
-        if has_path_connecting(&scratch, n, writer, None) {
+        if scratch.has_path(n, writer) {
             continue;
         }
         let (source, rank) = (g.out_edges(n).into_iter())

@@ -179,15 +179,12 @@ fn permute_accesses(g: &mut Graph, data: &str, perm: &[usize; 4], touched: &mut 
         4 => Subset(perm.iter().map(|&k| s.0[k].clone()).collect::<Vec<Dim>>()),
         _ => s.clone(),
     };
-    let edges: Vec<_> = g.g.edge_indices().collect();
-    for e in edges {
-        if g.g[e].data != data {
-            continue;
-        }
-        let Some((src, dst)) = g.g.edge_endpoints(e) else {
-            continue;
-        };
-        let memlet = &mut g.g[e];
+    let edges: Vec<_> = (g.edges())
+        .filter(|e| e.memlet.data == data)
+        .map(|e| (e.id, e.from, e.to))
+        .collect();
+    for (e, src, dst) in edges {
+        let memlet = g.memlet_mut(e);
         memlet.subset = permute(&memlet.subset);
         let conn = memlet.dst_conn.clone();
         touched.extend([g.node(src).id, g.node(dst).id]);
@@ -203,7 +200,7 @@ fn permute_accesses(g: &mut Graph, data: &str, perm: &[usize; 4], touched: &mut 
             }
         }
     }
-    for n in g.g.node_weights_mut() {
+    for n in g.nodes_mut() {
         if let NodeKind::Map(m) = &mut n.kind {
             permute_accesses(&mut m.body, data, perm, touched);
         }

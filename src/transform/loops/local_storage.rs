@@ -306,7 +306,7 @@ fn enclosing(g: &Graph, id: NodeId) -> Option<Vec<(NodeId, &MapNode)>> {
     if g.index_of(id).is_some() {
         return Some(Vec::new());
     }
-    g.g.node_weights().find_map(|n| match &n.kind {
+    g.nodes().find_map(|n| match &n.kind {
         NodeKind::Map(m) => enclosing(&m.body, id).map(|mut rest| {
             rest.insert(0, (n.id, m));
             rest
@@ -317,7 +317,7 @@ fn enclosing(g: &Graph, id: NodeId) -> Option<Vec<(NodeId, &MapNode)>> {
 
 /// Redirects every use of `data` in `g` (at any depth) to `local`, shifted by `starts`.
 fn rebase(g: &mut Graph, data: &str, local: &str, starts: &[SymExpr]) {
-    for m in g.g.edge_weights_mut() {
+    for m in g.memlets_mut() {
         if m.data == data {
             m.data = local.to_string();
             m.subset = Subset(
@@ -330,7 +330,7 @@ fn rebase(g: &mut Graph, data: &str, local: &str, starts: &[SymExpr]) {
             );
         }
     }
-    for n in g.g.node_weights_mut() {
+    for n in g.nodes_mut() {
         match &mut n.kind {
             NodeKind::Access(d) if d == data => {
                 *d = local.to_string();

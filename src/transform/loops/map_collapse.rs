@@ -72,7 +72,7 @@ fn collapse(p: &mut Program, id: NodeId, inner_id: NodeId) -> Result<Vec<NodeId>
     let NodeKind::Map(outer) = &mut edit.graph.node_mut(edit.idx).kind else {
         return Err(refuse(&MapCollapse, id, "not a map"));
     };
-    let inner = (outer.body.index_of(inner_id)).and_then(|i| outer.body.g.remove_node(i));
+    let inner = (outer.body.index_of(inner_id)).and_then(|i| outer.body.remove_node(i));
     let Some(Node {
         kind: NodeKind::Map(inner),
         ..

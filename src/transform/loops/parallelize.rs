@@ -65,7 +65,7 @@ impl Transformation for Parallelize {
 
 /// The innermost parallel map strictly enclosing `id`, if any.
 fn enclosing_parallel(g: &Graph, id: NodeId, outer: Option<NodeId>) -> Option<NodeId> {
-    for n in g.g.node_weights() {
+    for n in g.nodes() {
         if n.id == id {
             return outer;
         }

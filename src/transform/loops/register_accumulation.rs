@@ -214,13 +214,13 @@ fn independent(kept: &[MapParam], reduced: &[MapParam]) -> Result<(), String> {
 
 /// Points the body's resolved write of `data` at the register `acc` instead.
 fn redirect(body: &mut Graph, data: &str, acc: &str) {
-    for n in body.g.node_weights_mut() {
+    for n in body.nodes_mut() {
         if matches!(&n.kind, NodeKind::Access(d) if d == data) {
             n.kind = NodeKind::Access(acc.to_string());
             n.label = acc.to_string();
         }
     }
-    for m in body.g.edge_weights_mut() {
+    for m in body.memlets_mut() {
         if m.data == data {
             m.data = acc.to_string();
             m.subset = Subset::default();

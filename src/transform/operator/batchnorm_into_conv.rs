@@ -218,7 +218,7 @@ impl Transformation for BatchNormIntoConv {
             let w_port = add_access(&mut edit, &w_name);
             let b_port = add_access(&mut edit, &b_name);
             let (g, data) = (&mut *edit.graph, &*edit.data);
-            g.g.remove_node(f.bn.idx);
+            g.remove_node(f.bn.idx);
             set_inputs(
                 g,
                 data,

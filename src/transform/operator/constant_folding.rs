@@ -129,7 +129,7 @@ impl Transformation for ConstantFolding {
             let edit = p
                 .edit(id)
                 .ok_or_else(|| refuse(&ConstantFolding, id, "no such node"))?;
-            edit.graph.g.remove_node(node.idx);
+            edit.graph.remove_node(node.idx);
             for (name, value) in folded {
                 if let Some(desc) = p.data.get_mut(&name) {
                     desc.kind = DataKind::Constant;

@@ -139,7 +139,7 @@ impl Transformation for MatMulAddToGemm {
                 .edit(id)
                 .ok_or_else(|| refuse(&MatMulAddToGemm, id, "gone"))?;
             let (g, data) = (&mut *edit.graph, &*edit.data);
-            g.g.remove_node(f.add.idx);
+            g.remove_node(f.add.idx);
             let mut inputs = f.matmul.inputs.clone();
             inputs.truncate(2);
             inputs.push(Some(f.bias.clone()));

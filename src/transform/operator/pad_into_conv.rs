@@ -228,7 +228,7 @@ impl Transformation for PadIntoConv {
             }
             set_inputs(g, data, m.conv.idx, &inputs);
             set_op(g, m.conv.idx, m.merged);
-            g.g.remove_node(m.pad.idx);
+            g.remove_node(m.pad.idx);
             prune(p, &containers(&[&m.pad]));
             Ok(touched)
         }))

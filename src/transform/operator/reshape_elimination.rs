@@ -182,7 +182,7 @@ fn remove_identity(
         .edit(node.id)
         .ok_or_else(|| refuse(&ReshapeElimination, node.id, "gone"))?;
     redirect_readers(edit.graph, result, source);
-    edit.graph.g.remove_node(node.idx);
+    edit.graph.remove_node(node.idx);
     prune(p, &containers(&[&node]));
     Ok(())
 }
@@ -221,7 +221,7 @@ fn fuse_chain(
             attrs,
         },
     );
-    edit.graph.g.remove_node(first.idx);
+    edit.graph.remove_node(first.idx);
     prune(p, &containers(&[&first, &second]));
     Ok(())
 }

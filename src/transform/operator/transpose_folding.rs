@@ -207,8 +207,8 @@ fn run(g: &mut Graph, data: &BTreeMap<String, DataDesc>, rewrite: Rewrite) -> Ve
             result,
         } => {
             redirect_readers(g, &result, &source);
-            g.g.remove_node(second.idx);
-            g.g.remove_node(first.idx);
+            g.remove_node(second.idx);
+            g.remove_node(first.idx);
             containers(&[&first, &second])
         }
         Rewrite::Compose {
@@ -224,7 +224,7 @@ fn run(g: &mut Graph, data: &BTreeMap<String, DataDesc>, rewrite: Rewrite) -> Ve
                 attrs: BTreeMap::from([("perm".to_string(), Attr::Ints(perm))]),
             };
             set_op(g, second.idx, lib);
-            g.g.remove_node(first.idx);
+            g.remove_node(first.idx);
             containers(&[&first])
         }
         Rewrite::IntoGemm {
@@ -239,7 +239,7 @@ fn run(g: &mut Graph, data: &BTreeMap<String, DataDesc>, rewrite: Rewrite) -> Ve
             }
             set_inputs(g, data, consumer.idx, &inputs);
             set_op(g, consumer.idx, flipped_gemm(&consumer.lib, pos));
-            g.g.remove_node(transpose.idx);
+            g.remove_node(transpose.idx);
             containers(&[&transpose])
         }
     }

@@ -284,10 +284,10 @@ fn single_value(
     result: &Port,
     at: NodeId,
 ) -> Result<(), NotApplicable> {
-    let holders =
-        g.g.node_weights()
-            .filter(|n| matches!(&n.kind, NodeKind::Access(d) if *d == result.1))
-            .count();
+    let holders = g
+        .nodes()
+        .filter(|n| matches!(&n.kind, NodeKind::Access(d) if *d == result.1))
+        .count();
     let (_, writers) = uses(&p.graph, &result.1);
     if holders != 1 || writers != 1 {
         return Err(refuse(
@@ -382,7 +382,7 @@ pub(crate) fn set_inputs(
     inputs: &[Option<Port>],
 ) {
     for e in g.in_edges(idx).iter().map(|e| e.id).collect::<Vec<_>>() {
-        g.g.remove_edge(e);
+        g.remove_edge(e);
     }
     for (i, port) in inputs.iter().enumerate() {
         if let Some((src, name)) = port {
@@ -401,7 +401,7 @@ pub(crate) fn set_output(
     out: &Port,
 ) {
     for e in g.out_edges(idx).iter().map(|e| e.id).collect::<Vec<_>>() {
-        g.g.remove_edge(e);
+        g.remove_edge(e);
     }
     let m =
         Memlet::new(out.1.as_str(), full(data, &out.1)).from_conn(LibraryNode::output_connector(0));
@@ -428,7 +428,7 @@ pub(crate) fn redirect_readers(g: &mut Graph, result: &Port, source: &Port) {
         .map(|e| (e.id, e.other, e.memlet.clone()))
         .collect();
     for (eid, reader, mut m) in readers {
-        g.g.remove_edge(eid);
+        g.remove_edge(eid);
         m.data = source.1.clone();
         if let NodeKind::Map(map) = &mut g.node_mut(reader).kind {
             rename_container(&mut map.body, &result.1, &source.1);
@@ -439,12 +439,12 @@ pub(crate) fn redirect_readers(g: &mut Graph, result: &Port, source: &Port) {
 
 /// Renames container `from` to `to` in every access node and memlet of `g` and nested scopes.
 pub(crate) fn rename_container(g: &mut Graph, from: &str, to: &str) {
-    for m in g.g.edge_weights_mut() {
+    for m in g.memlets_mut() {
         if m.data == from {
             m.data = to.to_string();
         }
     }
-    for n in g.g.node_weights_mut() {
+    for n in g.nodes_mut() {
         match &mut n.kind {
             NodeKind::Access(d) if d == from => *d = to.to_string(),
             NodeKind::Map(m) => rename_container(&mut m.body, from, to),
@@ -490,13 +490,13 @@ pub(crate) fn prune(p: &mut Program, names: &[String]) {
 }
 
 fn remove_isolated(g: &mut Graph, names: &[String]) {
-    let all: Vec<NodeIndex> = g.g.node_indices().collect();
+    let all: Vec<NodeIndex> = g.node_indices().collect();
     for idx in all {
         let isolated = g.in_edges(idx).is_empty() && g.out_edges(idx).is_empty();
         let unused_access =
             matches!(&g.node(idx).kind, NodeKind::Access(d) if isolated && names.contains(d));
         if unused_access {
-            g.g.remove_node(idx);
+            g.remove_node(idx);
         } else if let NodeKind::Map(m) = &mut g.node_mut(idx).kind {
             remove_isolated(&mut m.body, names);
         }

@@ -50,7 +50,7 @@ pub(crate) fn uses(g: &Graph, data: &str) -> (usize, usize) {
 }
 
 fn count_uses(g: &Graph, data: &str, r: &mut usize, w: &mut usize) {
-    for idx in g.g.node_indices() {
+    for idx in g.node_indices() {
         match &g.node(idx).kind {
             NodeKind::Access(d) if d == data => {
                 *r += g.out_edges(idx).len();

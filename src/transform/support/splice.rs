@@ -17,8 +17,7 @@ pub(crate) fn replace_pair(
     (id, label_of_second): (NodeId, bool),
     fuse: impl FnOnce(MapNode, MapNode) -> MapNode,
 ) -> Option<NodeIndex> {
-    let is_map =
-        |i: NodeIndex| matches!(g.g.node_weight(i).map(|n| &n.kind), Some(NodeKind::Map(_)));
+    let is_map = |i: NodeIndex| matches!(g.get_node(i).map(|n| &n.kind), Some(NodeKind::Map(_)));
     if first == second || !is_map(first) || !is_map(second) {
         return None;
     }
@@ -39,14 +38,14 @@ pub(crate) fn replace_pair(
         .node(if label_of_second { second } else { first })
         .label
         .clone();
-    let take = |g: &mut Graph, i: NodeIndex| match g.g.remove_node(i).map(|n| n.kind) {
+    let take = |g: &mut Graph, i: NodeIndex| match g.remove_node(i).map(|n| n.kind) {
         Some(NodeKind::Map(m)) => Some(m),
         _ => None,
     };
     let a = take(g, first)?;
     let b = take(g, second)?;
     for &d in drop {
-        g.g.remove_node(d);
+        g.remove_node(d);
     }
     let fused = g.add_node(Node {
         id,

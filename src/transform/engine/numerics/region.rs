@@ -22,8 +22,6 @@ use super::super::diff::{compare, fingerprints};
 use super::standalone::{self, Plan};
 use crate::ir::{Graph, NodeId, NodeKind, Program};
 use petgraph::stable_graph::NodeIndex;
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
-use petgraph::Direction;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Both sides of a region as standalone programs with the same signature.
@@ -111,7 +109,7 @@ fn changed_top_level(original: &Program, rewritten: &Program) -> BTreeSet<NodeId
 /// Every node's top-level ancestor (a top-level node is its own).
 fn top_levels(p: &Program) -> BTreeMap<NodeId, NodeId> {
     let mut out = BTreeMap::new();
-    for n in p.graph.g.node_weights() {
+    for n in p.graph.nodes() {
         out.insert(n.id, n.id);
         if let NodeKind::Map(m) = &n.kind {
             m.body.walk(&mut |inner| {
@@ -140,7 +138,7 @@ pub(super) struct Side<'a> {
 impl<'a> Side<'a> {
     fn new(p: &'a Program, changed: &BTreeSet<NodeId>) -> Result<Side<'a>, String> {
         let g = &p.graph;
-        let nodes: BTreeSet<NodeIndex> = (g.g.node_indices())
+        let nodes: BTreeSet<NodeIndex> = (g.node_indices())
             .filter(|&i| !is_access(g, i) && changed.contains(&g.node(i).id))
             .collect();
         let mut side = Side {
@@ -192,8 +190,8 @@ impl<'a> Side<'a> {
     /// back into it (a computation node, or a copy between two access nodes).
     fn convex(&self) -> Result<(), String> {
         let g = &self.p.graph;
-        let after = reach(g, &self.nodes, Direction::Outgoing);
-        let before = reach(g, &self.nodes, Direction::Incoming);
+        let after = reach(g, &self.nodes, true);
+        let before = reach(g, &self.nodes, false);
         for &i in after.intersection(&before) {
             if self.nodes.contains(&i) {
                 continue;
@@ -219,8 +217,8 @@ impl<'a> Side<'a> {
                 out.insert(data.clone());
                 continue;
             }
-            let earlier = reach(g, &writers.iter().copied().collect(), Direction::Incoming);
-            let read = (g.g.node_indices())
+            let earlier = reach(g, &writers.iter().copied().collect(), false);
+            let read = (g.node_indices())
                 .filter(|&i| matches!(&g.node(i).kind, NodeKind::Access(d) if d == data))
                 .flat_map(|i| g.out_edges(i))
                 .any(|e| !self.nodes.contains(&e.other) && !earlier.contains(&e.other));
@@ -234,11 +232,11 @@ impl<'a> Side<'a> {
     /// Top-level edges with neither end in the region, as comparable text.
     fn outside_edges(&self) -> Vec<String> {
         let g = &self.p.graph;
-        let mut v: Vec<String> = (g.g.edge_references())
-            .filter(|e| !self.nodes.contains(&e.source()) && !self.nodes.contains(&e.target()))
+        let mut v: Vec<String> = (g.edges())
+            .filter(|e| !self.nodes.contains(&e.from) && !self.nodes.contains(&e.to))
             .map(|e| {
-                let (s, t) = (g.node(e.source()).id, g.node(e.target()).id);
-                format!("{s} -> {t} {:?}", e.weight())
+                let (s, t) = (g.node(e.from).id, g.node(e.to).id);
+                format!("{s} -> {t} {:?}", e.memlet)
             })
             .collect();
         v.sort();
@@ -249,11 +247,11 @@ impl<'a> Side<'a> {
     /// maps (an access node touching only the region is the region's).
     fn used_outside(&self) -> BTreeSet<String> {
         let g = &self.p.graph;
-        let mut used: BTreeSet<String> = (g.g.edge_references())
-            .filter(|e| !self.nodes.contains(&e.source()) && !self.nodes.contains(&e.target()))
-            .map(|e| e.weight().data.clone())
+        let mut used: BTreeSet<String> = (g.edges())
+            .filter(|e| !self.nodes.contains(&e.from) && !self.nodes.contains(&e.to))
+            .map(|e| e.memlet.data.clone())
             .collect();
-        for i in g.g.node_indices().filter(|i| !self.nodes.contains(i)) {
+        for i in g.node_indices().filter(|i| !self.nodes.contains(i)) {
             if let NodeKind::Map(m) = &g.node(i).kind {
                 used.extend(m.body.data_used());
             }
@@ -262,12 +260,17 @@ impl<'a> Side<'a> {
     }
 }
 
-/// Nodes reachable from `from` over at least one edge in direction `dir`.
-fn reach(g: &Graph, from: &BTreeSet<NodeIndex>, dir: Direction) -> BTreeSet<NodeIndex> {
+/// Nodes reachable from `from` over at least one edge forward (along edges) or backward.
+fn reach(g: &Graph, from: &BTreeSet<NodeIndex>, forward: bool) -> BTreeSet<NodeIndex> {
     let mut seen = BTreeSet::new();
     let mut todo: Vec<NodeIndex> = from.iter().copied().collect();
     while let Some(i) = todo.pop() {
-        for next in g.g.neighbors_directed(i, dir) {
+        let next: Vec<NodeIndex> = if forward {
+            g.successors(i).collect()
+        } else {
+            g.predecessors(i).collect()
+        };
+        for next in next {
             if seen.insert(next) {
                 todo.push(next);
             }
@@ -281,7 +284,7 @@ fn reach(g: &Graph, from: &BTreeSet<NodeIndex>, dir: Direction) -> BTreeSet<Node
 fn same_outside(o: &Side, r: &Side) -> Result<(), String> {
     let outside = |s: &Side| -> BTreeMap<NodeId, NodeIndex> {
         let g = &s.p.graph;
-        (g.g.node_indices())
+        (g.node_indices())
             .filter(|&i| !is_access(g, i) && !s.nodes.contains(&i))
             .map(|i| (g.node(i).id, i))
             .collect()

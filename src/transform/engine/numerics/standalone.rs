@@ -15,7 +15,6 @@ use crate::ir::{
     Subset, SymExpr, TExpr, Tasklet,
 };
 use petgraph::stable_graph::NodeIndex;
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The signature both sides share.
@@ -56,7 +55,7 @@ pub(super) fn build(side: &Side, plan: &Plan) -> Result<Program, String> {
     let g = &p.graph;
     let mut keep: BTreeSet<NodeIndex> = side.nodes.clone();
     for &n in &side.nodes {
-        keep.extend(g.g.neighbors_undirected(n));
+        keep.extend(g.successors(n).chain(g.predecessors(n)));
     }
     let mut s = Program::new(format!("{}.region", p.name));
     s.symbols = p.symbols.clone();
@@ -64,13 +63,13 @@ pub(super) fn build(side: &Side, plan: &Plan) -> Result<Program, String> {
     for i in g.ordered().into_iter().filter(|i| keep.contains(i)) {
         index.insert(i, s.graph.add_node(g.node(i).clone()));
     }
-    for e in g.g.edge_references() {
-        let (a, b) = (e.source(), e.target());
+    for e in g.edges() {
+        let (a, b) = (e.from, e.to);
         if !side.nodes.contains(&a) && !side.nodes.contains(&b) {
             continue;
         }
         if let (Some(&x), Some(&y)) = (index.get(&a), index.get(&b)) {
-            s.graph.add_edge(x, y, e.weight().clone());
+            s.graph.add_edge(x, y, e.memlet.clone());
         }
     }
     declare(&mut s, side, plan)?;
@@ -139,15 +138,12 @@ fn copy_target(side: &Side, data: &str) -> Result<NodeIndex, String> {
             versions.len()
         ));
     };
-    let g = &side.p.graph.g;
+    let g = &side.p.graph;
     let writers = side.writes.get(data).map(Vec::as_slice).unwrap_or_default();
-    if let Some(&w) = writers
-        .iter()
-        .find(|&&w| !petgraph::algo::has_path_connecting(g, *at, w, None))
-    {
+    if let Some(&w) = writers.iter().find(|&&w| !g.has_path(*at, w)) {
         return Err(format!(
             "{} writes `{data}` without reading its value from before the region",
-            g[w].id
+            g.node(w).id
         ));
     }
     Ok(*at)

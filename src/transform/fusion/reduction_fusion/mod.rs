@@ -302,14 +302,14 @@ fn take_passes(
     let mut passes = Vec::new();
     for (&i, &id) in idxs.iter().zip(site) {
         let node =
-            (g.g.remove_node(i)).ok_or_else(|| refuse(&ReductionFusion, id, "pass vanished"))?;
+            (g.remove_node(i)).ok_or_else(|| refuse(&ReductionFusion, id, "pass vanished"))?;
         match node.kind {
             NodeKind::Map(m) => passes.push((node.id, node.label, m)),
             _ => return Err(refuse(&ReductionFusion, node.id, "not a map")),
         }
     }
     for &i in &rows.interior {
-        g.g.remove_node(i);
+        g.remove_node(i);
     }
     Ok((passes, wiring))
 }
@@ -387,7 +387,7 @@ fn inner_pass(mut m: MapNode, plan: &RowPlan, registers: &BTreeMap<String, Strin
     let rename = row_renaming(&m, &plan.row_positions, &plan.rows);
     let params = inner_params(&m, &plan.row_positions);
     substitute_symbols(&mut m.body, &|s| rename.get(s).cloned());
-    for n in m.body.g.node_weights_mut() {
+    for n in m.body.nodes_mut() {
         if let NodeKind::Access(d) = &n.kind {
             if let Some(r) = registers.get(d) {
                 n.kind = NodeKind::Access(r.clone());
@@ -395,7 +395,7 @@ fn inner_pass(mut m: MapNode, plan: &RowPlan, registers: &BTreeMap<String, Strin
             }
         }
     }
-    for e in m.body.g.edge_weights_mut() {
+    for e in m.body.memlets_mut() {
         if let Some(r) = registers.get(&e.data) {
             e.data = r.clone();
             e.subset = Subset::default();

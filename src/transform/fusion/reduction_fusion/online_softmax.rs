@@ -240,7 +240,7 @@ pub(crate) fn merge(passes: &mut Vec<Pass>, found: &Merge, fresh_id: &mut dyn Fn
     let Some(s_write) = body.out_edges(idx).first().map(|e| e.id) else {
         return;
     };
-    body.g[s_write].wcr = None;
+    body.memlet_mut(s_write).wcr = None;
     let NodeKind::Tasklet(t) = &mut body.node_mut(idx).kind else {
         return;
     };

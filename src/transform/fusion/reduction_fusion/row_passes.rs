@@ -14,7 +14,6 @@ use crate::ir::{
 use crate::transform::support::maps::{access_count, first_nested_map, tasklet_accesses};
 use crate::transform::{expect_map, refuse, Legality, NotApplicable, Transformation};
 use petgraph::stable_graph::NodeIndex;
-use petgraph::Direction;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The largest number of passes a candidate spans (a normalization needs at most six:
@@ -474,22 +473,29 @@ fn between_check(
     interior: &[NodeIndex],
 ) -> Result<(), NotApplicable> {
     let inside = |i: &NodeIndex| passes.contains(i) || interior.contains(i);
-    let reach = |dir: Direction| {
+    let step = |i: NodeIndex, forward: bool| -> Vec<NodeIndex> {
+        if forward {
+            g.successors(i).collect()
+        } else {
+            g.predecessors(i).collect()
+        }
+    };
+    let reach = |forward: bool| {
         let mut seen: BTreeSet<NodeIndex> = BTreeSet::new();
         let mut stack: Vec<NodeIndex> = passes
             .iter()
             .chain(interior)
-            .flat_map(|&s| g.g.neighbors_directed(s, dir).collect::<Vec<_>>())
+            .flat_map(|&s| step(s, forward))
             .filter(|i| !inside(i))
             .collect();
         while let Some(i) = stack.pop() {
             if seen.insert(i) {
-                stack.extend(g.g.neighbors_directed(i, dir));
+                stack.extend(step(i, forward));
             }
         }
         seen
     };
-    let (after, before) = (reach(Direction::Outgoing), reach(Direction::Incoming));
+    let (after, before) = (reach(true), reach(false));
     let between = after
         .intersection(&before)
         .filter(|i| !inside(i))

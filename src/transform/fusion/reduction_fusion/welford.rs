@@ -316,7 +316,7 @@ pub(crate) fn merge(passes: &mut Vec<Pass>, found: &Merge, fresh_id: &mut dyn Fn
     let Some(v_write) = body.out_edges(idx).first().map(|e| e.id) else {
         return;
     };
-    body.g[v_write].wcr = None;
+    body.memlet_mut(v_write).wcr = None;
     let NodeKind::Tasklet(t) = &mut body.node_mut(idx).kind else {
         return;
     };

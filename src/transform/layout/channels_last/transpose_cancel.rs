@@ -113,13 +113,13 @@ fn resolve(p: &mut Program, m: Meeting) {
     let (g, data) = (&mut *edit.graph, &*edit.data);
     if forward {
         redirect_readers(g, &m.result, &m.source);
-        g.g.remove_node(m.second.idx);
+        g.remove_node(m.second.idx);
     } else {
         set_inputs(g, data, m.second.idx, &[Some(m.source.clone())]);
         set_op(g, m.second.idx, transpose(&m.perm));
     }
     if g.out_edges(m.link.0).is_empty() {
-        g.g.remove_node(m.first.idx);
+        g.remove_node(m.first.idx);
     }
     prune(p, &[m.link.1, m.result.1]);
 }
