@@ -11,7 +11,8 @@
 //! Second property: no transformation panics on *any* site (empty, stale, wrong-kind, too long)
 //! or parameters (unknown keys, wrong types, out of domain), with legality lowered half the
 //! time; each call is applied or refused, and a refusal leaves the program unchanged. Each case
-//! makes [`CALLS`] calls, so `.ci/run`'s 1000 cases make 10,000.
+//! makes [`CALLS`] calls, so `.ci/run`'s 1000 cases make 10,000; about half the cases run on
+//! small operator-level programs so the library-node rewrites get real sites too.
 //! `DMOVE_PROPTEST_CASES=2000 cargo test --test transform_props` runs many more cases.
 
 mod common;
@@ -137,6 +138,94 @@ proptest! {
 /// Calls per generated program in the no-panic property (`.ci/run` runs 1000 programs).
 const CALLS: usize = 10;
 
+/// Small operator-level programs (library nodes, as an exporter writes them) so that the
+/// operator-level transformations get real sites too: MatMul → Add, Conv → BatchNormalization,
+/// Pad → Conv, Transpose → Transpose → MatMul, Reshape → Reshape → Relu, and a constant
+/// subgraph. `k` picks one.
+fn library_program(k: usize) -> Program {
+    use dmove::onnx::{import, AttrValue, ImportOptions, ModelBuilder};
+    let w = |n: usize| {
+        (0..n)
+            .map(|i| ((i * 7 + 3) % 11) as f32 * 0.2 - 1.0)
+            .collect::<Vec<_>>()
+    };
+    let b = ModelBuilder::new("ops", 17);
+    let b = match k % 6 {
+        0 => b
+            .input("X", [3, 4])
+            .initializer("W", &[4, 5], w(20))
+            .initializer("B", &[5], w(5))
+            .node("MatMul", &["X", "W"], &["T"], vec![])
+            .node("Add", &["T", "B"], &["Y"], vec![])
+            .output("Y", [3, 5]),
+        1 => b
+            .input("X", [1, 2, 4, 4])
+            .initializer("W", &[3, 2, 3, 3], w(54))
+            .initializer("s", &[3], w(3))
+            .initializer("beta", &[3], w(3))
+            .initializer("mean", &[3], w(3))
+            .initializer("var", &[3], vec![1.0, 2.0, 0.5])
+            .node("Conv", &["X", "W"], &["T"], vec![])
+            .node(
+                "BatchNormalization",
+                &["T", "s", "beta", "mean", "var"],
+                &["Y"],
+                vec![],
+            )
+            .output("Y", [1, 3, 2, 2]),
+        2 => b
+            .input("X", [1, 1, 3, 3])
+            .initializer_i64("pads", &[8], vec![0, 0, 1, 1, 0, 0, 1, 1])
+            .initializer("W", &[2, 1, 3, 3], w(18))
+            .node("Pad", &["X", "pads"], &["P"], vec![])
+            .node("Conv", &["P", "W"], &["Y"], vec![])
+            .output("Y", [1, 2, 3, 3]),
+        3 => b
+            .input("X", [3, 4])
+            .initializer("W", &[3, 5], w(15))
+            .node(
+                "Transpose",
+                &["X"],
+                &["T"],
+                vec![("perm", AttrValue::Ints(vec![1, 0]))],
+            )
+            .node(
+                "Transpose",
+                &["T"],
+                &["U"],
+                vec![("perm", AttrValue::Ints(vec![1, 0]))],
+            )
+            .node(
+                "Transpose",
+                &["U"],
+                &["V"],
+                vec![("perm", AttrValue::Ints(vec![1, 0]))],
+            )
+            .node("MatMul", &["V", "W"], &["Y"], vec![])
+            .output("Y", [4, 5]),
+        4 => b
+            .input("X", [2, 6])
+            .initializer_i64("s1", &[2], vec![3, 4])
+            .initializer_i64("s2", &[1], vec![12])
+            .node("Reshape", &["X", "s1"], &["R"], vec![])
+            .node("Reshape", &["R", "s2"], &["S"], vec![])
+            .node("Relu", &["S"], &["Y"], vec![])
+            .output("Y", [12]),
+        _ => b
+            .input("X", [4])
+            .initializer("A", &[4], w(4))
+            .initializer("B", &[4], w(4))
+            .node("Add", &["A", "B"], &["C"], vec![])
+            .node("Mul", &["X", "C"], &["Y"], vec![])
+            .output("Y", [4]),
+    };
+    let opts = ImportOptions {
+        as_written: true,
+        ..ImportOptions::default()
+    };
+    import(&b.build(), &opts).expect("the operator-level program imports")
+}
+
 /// A site of any shape: a real candidate, empty, random or stale ids (removed by an earlier
 /// call, or never allocated), nodes of any kind, a candidate with an extra node or reversed.
 fn any_site(t: &dyn dmove::transform::Transformation, p: &Program, seed: u64) -> Vec<NodeId> {
@@ -222,12 +311,22 @@ proptest! {
         r in (1..4i64).prop_map(|k| 2 * k + 1),
         c in (1..4i64).prop_map(|k| 2 * k),
         ops in proptest::collection::vec(op(), 1..6),
+        library in proptest::option::of(0..6usize),
         calls in proptest::collection::vec((any::<usize>(), any::<u64>(), any::<u64>(), any::<bool>()), CALLS),
     ) {
-        let mut p = program(r, c, &ops);
+        let mut p = match library {
+            Some(k) => library_program(k),
+            None => program(r, c, &ops),
+        };
         let transformations = all();
         for (t_seed, site_seed, param_seed, lower_legality) in calls {
-            let t = transformations[t_seed % transformations.len()];
+            // Half the calls pick among the transformations that have a candidate here, so
+            // most rewrites are really attempted; the rest pick any.
+            let applicable: Vec<_> = (transformations.iter().copied())
+                .filter(|t| t_seed % 2 == 0 && !t.candidates(&p).is_empty())
+                .collect();
+            let pool = if applicable.is_empty() { &transformations } else { &applicable };
+            let t = pool[(t_seed / 2) % pool.len()];
             let site = any_site(t, &p, site_seed);
             let arity = site.first().and_then(|id| match &p.node(*id)?.kind {
                 NodeKind::Map(m) => Some(m.params.len()),
