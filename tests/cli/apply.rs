@@ -31,6 +31,17 @@ fn split_top<'a>(s: &'a str, sep: &str) -> Vec<&'a str> {
     parts
 }
 
+/// Runs `dmove apply mlp.ir -t T --explain ARGS` in `dir`, which must succeed silently on
+/// standard error; returns standard output.
+fn explained(dir: &Path, transformation: &str, args: &[&str]) -> String {
+    let mut all = vec!["apply", "mlp.ir", "-t", transformation, "--explain"];
+    all.extend_from_slice(args);
+    let o = dmove(&all, dir);
+    assert_success(&o);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    stdout(&o)
+}
+
 /// The report of a successful `apply`: the step (`T at SITE (PARAMS)`) and its checks.
 struct Report {
     step: String,
@@ -239,10 +250,7 @@ fn explain_lists_every_candidate_with_its_verdict_and_changes_nothing() {
     let dir = mlp_ir_dir();
     let d = dir.path();
     let before = std::fs::read(d.join("mlp.ir")).expect("read");
-    let o = dmove(&["apply", "mlp.ir", "-t", "MapFusion", "--explain"], d);
-    assert_success(&o);
-    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
-    let out = stdout(&o);
+    let out = explained(d, "MapFusion", &[]);
     assert_eq!(
         out.lines().next(),
         Some("MapFusion: 3 candidate site(s), 1 apply"),
@@ -272,34 +280,9 @@ fn explain_lists_every_candidate_with_its_verdict_and_changes_nothing() {
 fn explain_at_a_site_gives_its_verdict() {
     let dir = mlp_ir_dir();
     let d = dir.path();
-    let o = dmove(
-        &[
-            "apply",
-            "mlp.ir",
-            "-t",
-            "MapFusion",
-            "--explain",
-            "--at",
-            "n27,n33",
-        ],
-        d,
-    );
-    assert_success(&o);
-    assert_eq!(stdout(&o), "MapFusion at n27,n33: applies\n");
-    let o = dmove(
-        &[
-            "apply",
-            "mlp.ir",
-            "-t",
-            "MapFusion",
-            "--explain",
-            "--at",
-            "n13,n19",
-        ],
-        d,
-    );
-    assert_success(&o);
-    let out = stdout(&o);
+    let out = explained(d, "MapFusion", &["--at", "n27,n33"]);
+    assert_eq!(out, "MapFusion at n27,n33: applies\n");
+    let out = explained(d, "MapFusion", &["--at", "n13,n19"]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
     assert!(
@@ -316,20 +299,7 @@ fn explain_at_a_site_gives_its_verdict() {
 fn explain_at_a_node_that_is_no_candidate_names_the_nearest_one() {
     let dir = mlp_ir_dir();
     let d = dir.path();
-    let o = dmove(
-        &[
-            "apply",
-            "mlp.ir",
-            "-t",
-            "MapFusion",
-            "--explain",
-            "--at",
-            "n19",
-        ],
-        d,
-    );
-    assert_success(&o);
-    let out = stdout(&o);
+    let out = explained(d, "MapFusion", &["--at", "n19"]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 4, "{out}");
     assert!(
