@@ -13,10 +13,21 @@ exactly as `onnx/backend/test/cmd_tools.py generate-data` does. It also copies t
 architectures: ResNet-50, DenseNet-121, …) into the same layout, with the deterministic input the
 onnx runner uses for them (`arange(n) / n`) and the stored expected output.
 
-Usage (pin the version so the manifest of passing cases stays meaningful):
+Two releases are used, each with its own manifest of cases expected to pass (pin the version
+so the manifest stays meaningful):
 
+    # the pinned release: node, stored and light cases -> tests/conformance/expected_pass.txt
     python3 -m pip install onnx==1.17.0 numpy
     python3 scripts/onnx_node_tests.py [DIR]        # default: target/onnx-node-tests
+
+    # the newest release, in its own environment: node cases only (the stored and light cases
+    # are the pinned release's files) -> tests/conformance/expected_pass_newest.txt
+    python3 -m venv target/onnx-newest-venv
+    target/onnx-newest-venv/bin/pip install onnx==1.23.2 numpy
+    target/onnx-newest-venv/bin/python scripts/onnx_node_tests.py --node-only target/onnx-node-tests-newest
+
+Bump NEWEST (and regenerate `src/onnx/schemas.rs` with `scripts/onnx_schemas.py` and the newest
+manifest with `dmove conformance … --write-manifest`) when a new onnx release comes out.
 
 Only dense-tensor cases are written: sequences, maps and optionals have no counterpart in dmove.
 """
@@ -37,6 +48,7 @@ from onnx import numpy_helper
 from onnx.backend.test.case import node as node_cases
 
 PINNED = "1.17.0"
+NEWEST = "1.23.2"
 STORED_KINDS = ("pytorch-converted", "pytorch-operator", "simple")
 
 
@@ -135,10 +147,16 @@ def light_tests(root: str, data_dir: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", nargs="?", default=os.path.join("target", "onnx-node-tests"))
+    parser.add_argument(
+        "--node-only",
+        action="store_true",
+        help="write only the node cases (not the wheel's stored and light cases)",
+    )
     args = parser.parse_args()
-    if onnx.__version__ != PINNED:
+    if onnx.__version__ not in (PINNED, NEWEST):
         print(
-            f"warning: onnx {onnx.__version__} is installed; the manifest was made with {PINNED}",
+            f"warning: onnx {onnx.__version__} is installed; the manifests were made with "
+            f"{PINNED} (pinned) and {NEWEST} (newest)",
             file=sys.stderr,
         )
     # Some case definitions compute their expected infinities by dividing by zero on purpose.
@@ -149,11 +167,12 @@ def main() -> int:
     os.makedirs(args.dir)
     data_dir = os.path.join(os.path.dirname(onnx.backend.test.__file__), "data")
     written, skipped = node_tests(args.dir)
-    copied = stored_tests(args.dir, data_dir)
-    light = light_tests(args.dir, data_dir)
+    copied = 0 if args.node_only else stored_tests(args.dir, data_dir)
+    light = 0 if args.node_only else light_tests(args.dir, data_dir)
     print(
-        f"{written} node cases ({skipped} non-tensor skipped), {copied} stored cases, "
-        f"{light} light models -> {args.dir} in {time.monotonic() - start:.1f}s"
+        f"onnx {onnx.__version__}: {written} node cases ({skipped} non-tensor skipped), "
+        f"{copied} stored cases, {light} light models -> {args.dir} "
+        f"in {time.monotonic() - start:.1f}s"
     )
     return 0
 

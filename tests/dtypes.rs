@@ -412,21 +412,33 @@ fn onnx_typed_fields_and_packed_int4_decode() {
     );
     let string = proto(8, &[1]);
     let err = decode_tensor(&string, "t", None).unwrap_err().to_string();
-    assert!(err.contains("STRING is not supported"), "{err}");
+    assert!(
+        err.contains("element type STRING") && err.contains("does not support"),
+        "{err}"
+    );
 }
 
-/// ONNX allows the floored remainder for integers only: a float Mod without `fmod = 1` is a
-/// typed import error naming the attribute.
+/// Opset 28 defines the floored remainder (`fmod = 0`, Python's `%`) for floats too: the
+/// result takes the sign of the divisor.
 #[test]
-fn float_mod_needs_fmod() {
-    let m = ModelBuilder::new("mod", 13)
-        .input("a", [2])
-        .input("b", [2])
+fn float_mod_floors_like_python() {
+    let m = ModelBuilder::new("mod", 28)
+        .input("a", [4])
+        .input("b", [4])
         .node("Mod", &["a", "b"], &["y"], vec![])
-        .output("y", [2]);
+        .output("y", [4]);
     let model = load_model(&m.encode()).expect("loads");
-    let err = import(&model, &ImportOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("fmod") && err.contains("must be 1"), "{err}");
+    let p = import(&model, &ImportOptions::default()).expect("imports");
+    let feeds = BTreeMap::from([
+        (
+            "a".to_string(),
+            Tensor::f32(vec![4], vec![5.5, -5.5, 5.5, -5.5]),
+        ),
+        (
+            "b".to_string(),
+            Tensor::f32(vec![4], vec![2.0, 2.0, -2.0, -2.0]),
+        ),
+    ]);
+    let y = interp::run(&p, &feeds).expect("runs")["y"].to_f64_vec();
+    assert_eq!(y, [1.5, 0.5, -0.5, -1.5]);
 }

@@ -10,8 +10,10 @@ use crate::ir::validate::validate;
 use crate::ir::{DType, Program, Tensor};
 use crate::onnx::idioms::{require_bound_inputs, IMPORTER_HANDLED};
 use crate::onnx::load::is_default_domain;
+use crate::onnx::proto::type_proto::Value as TypeValue;
 use crate::onnx::proto::{GraphProto, ModelProto};
-use crate::onnx::tensor::encode_tensor;
+use crate::onnx::tensor::{dtype_of, encode_tensor};
+use crate::onnx::OnnxError;
 use crate::onnx::{import, ImportOptions};
 use crate::ops::expand::expand_all;
 use crate::ops::lookup;
@@ -100,6 +102,14 @@ fn evaluate(dir: &Path, c: bool, stage: &Cell<Stage>) -> Result<Outcome, Failure
             list.join(", ")
         )));
     }
+    let types = unsupported_types(&model);
+    if !types.is_empty() {
+        let list: Vec<String> = types.into_iter().collect();
+        return Ok(Outcome::Unsupported(format!(
+            "element types dmove does not implement: {}",
+            list.join(", ")
+        )));
+    }
     let mut worst: f64 = 0.0;
     let mut specialised = BTreeSet::new();
     for set in read_data_sets(dir)? {
@@ -157,6 +167,36 @@ fn unsupported_ops(model: &ModelProto) -> BTreeSet<String> {
                 || REQUIRED_OPS.contains(&op.as_str())
                 || lookup(&op).is_some();
             (!known).then_some(op)
+        })
+        .collect()
+}
+
+/// ONNX element types that dmove lacks, used by the graph's signature, initializers or
+/// `Cast` targets: like a missing operator, such a case is unsupported rather than failed.
+fn unsupported_types(model: &ModelProto) -> BTreeSet<String> {
+    let Some(graph) = &model.graph else {
+        return BTreeSet::new();
+    };
+    let declared = graph.input.iter().chain(&graph.output).filter_map(|v| {
+        match v.r#type.as_ref()?.value.as_ref()? {
+            TypeValue::TensorType(t) => t.elem_type,
+            _ => None,
+        }
+    });
+    let stored = graph.initializer.iter().filter_map(|t| t.data_type);
+    let cast_targets = graph
+        .node
+        .iter()
+        .filter(|n| n.op_type.as_deref() == Some("Cast"))
+        .flat_map(|n| &n.attribute)
+        .filter(|a| a.name.as_deref() == Some("to"))
+        .filter_map(|a| a.i.and_then(|code| i32::try_from(code).ok()));
+    declared
+        .chain(stored)
+        .chain(cast_targets)
+        .filter_map(|code| match dtype_of(code, "") {
+            Err(OnnxError::ElementType { name, .. }) => Some(name),
+            _ => None,
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! ONNX node attributes → IR library-node attributes, and the values of `Constant` nodes.
 
 use super::error::OnnxError;
+use super::opsets::{type_name, Schema};
 use super::proto::attribute_proto::AttributeType;
 use super::proto::{AttributeProto, NodeProto};
 use super::tensor::decode_tensor;
@@ -28,7 +29,21 @@ fn kind(a: &AttributeProto) -> AttributeType {
 /// Converts the attributes of an ordinary (non-`Constant`) node; `label` names the node in errors.
 /// Tensor, graph and other compound attributes have no IR counterpart and are rejected, except
 /// ConstantOfShape's one-element `value` tensor (see [`fill_value`]).
-pub fn convert(node: &NodeProto, label: &str) -> Result<BTreeMap<String, Attr>, OnnxError> {
+///
+/// `schema` is the ONNX definition the node follows ([`super::opsets::resolve`]); with it,
+/// every attribute is checked against its declared type and the required ones must be present,
+/// before anything is converted. This is the one place attribute types are checked: operators
+/// read attributes through `LibraryNode::int`/`ints`/…, which cannot tell a wrongly typed
+/// attribute from an absent one, so a Conv whose `kernel_shape` is written as floats must be
+/// refused here or it would silently fall back to the default.
+pub fn convert(
+    node: &NodeProto,
+    label: &str,
+    schema: Option<&Schema>,
+) -> Result<BTreeMap<String, Attr>, OnnxError> {
+    if let Some(schema) = schema {
+        check_declared(node, label, schema)?;
+    }
     let mut out = BTreeMap::new();
     for a in &node.attribute {
         let name = a.name.clone().unwrap_or_default();
@@ -44,7 +59,12 @@ pub fn convert(node: &NodeProto, label: &str) -> Result<BTreeMap<String, Attr>, 
                 "references a function attribute, which is only valid inside functions",
             ));
         }
-        let value = match kind(a) {
+        let declared = schema.and_then(|s| s.declared(&name)).map(|d| d.ty);
+        let ty = match (kind(a), declared) {
+            (AttributeType::Undefined, Some(d)) => d,
+            (found, _) => found,
+        };
+        let value = match ty {
             AttributeType::Int => Attr::Int(a.i.unwrap_or(0)),
             AttributeType::Float => Attr::Float(f64::from(a.f.unwrap_or(0.0))),
             AttributeType::Ints => Attr::Ints(a.ints.clone()),
@@ -78,6 +98,64 @@ pub fn convert(node: &NodeProto, label: &str) -> Result<BTreeMap<String, Attr>, 
         }
     }
     Ok(out)
+}
+
+/// Checks the node's attributes against the definition it follows: each one declared (by it
+/// or by an older definition of the operator) and of the declared type, each required one
+/// present.
+fn check_declared(node: &NodeProto, label: &str, schema: &Schema) -> Result<(), OnnxError> {
+    let op = schema.op;
+    for a in &node.attribute {
+        let name = a.name.as_deref().unwrap_or_default();
+        if name.is_empty() || a.ref_attr_name.is_some() {
+            continue; // reported by `convert` with its own message
+        }
+        let Some(declared) = schema.declared(name) else {
+            let known: Vec<&str> = schema.attrs.iter().map(|a| a.name).collect();
+            return Err(OnnxError::UnknownAttribute {
+                node: label.to_string(),
+                op,
+                attr: name.to_string(),
+                version: schema.since,
+                known: match known.is_empty() {
+                    true => "none".into(),
+                    false => known.join(", "),
+                },
+            });
+        };
+        let found = kind(a);
+        // A list written without a `type` and without elements is an empty list of any type.
+        let empty_list = found == AttributeType::Undefined
+            && matches!(
+                declared.ty,
+                AttributeType::Ints | AttributeType::Floats | AttributeType::Strings
+            );
+        if found != declared.ty && !empty_list {
+            return Err(OnnxError::AttributeType {
+                node: label.to_string(),
+                op,
+                attr: name.to_string(),
+                expected: type_name(declared.ty),
+                found: type_name(found),
+                version: schema.since,
+            });
+        }
+    }
+    let given = |name: &str| {
+        node.attribute
+            .iter()
+            .any(|a| a.name.as_deref() == Some(name))
+    };
+    if let Some(missing) = schema.attrs.iter().find(|a| a.required && !given(a.name)) {
+        return Err(OnnxError::MissingAttribute {
+            node: label.to_string(),
+            op,
+            attr: missing.name.to_string(),
+            expected: type_name(missing.ty),
+            version: schema.since,
+        });
+    }
+    Ok(())
 }
 
 /// ConstantOfShape's `value`: a one-element tensor whose type is the output's. It becomes the
@@ -179,14 +257,51 @@ mod tests {
     }
 
     #[test]
+    fn every_attribute_type_maps_to_its_ir_counterpart() {
+        let attr = |name: &str, ty: AttributeType, f: fn(&mut AttributeProto)| {
+            let mut a = AttributeProto {
+                name: Some(name.into()),
+                r#type: Some(ty as i32),
+                ..Default::default()
+            };
+            f(&mut a);
+            a
+        };
+        let node = NodeProto {
+            op_type: Some("Anything".into()),
+            attribute: vec![
+                attr("i", AttributeType::Int, |a| a.i = Some(-2)),
+                attr("f", AttributeType::Float, |a| a.f = Some(0.25)),
+                attr("is", AttributeType::Ints, |a| a.ints = vec![1, 0]),
+                attr("fs", AttributeType::Floats, |a| a.floats = vec![0.5, 2.0]),
+                attr("s", AttributeType::String, |a| a.s = Some(b"edge".to_vec())),
+            ],
+            ..Default::default()
+        };
+        let expected = BTreeMap::from([
+            ("i".to_string(), Attr::Int(-2)),
+            ("f".to_string(), Attr::Float(0.25)),
+            ("is".to_string(), Attr::Ints(vec![1, 0])),
+            ("fs".to_string(), Attr::Floats(vec![0.5, 2.0])),
+            ("s".to_string(), Attr::Str("edge".into())),
+        ]);
+        assert_eq!(convert(&node, "n", None).expect("converts"), expected);
+    }
+
+    #[test]
     fn constant_of_shape_value_becomes_number_and_type() {
         let big = (1i64 << 60) + 1;
-        let attrs = convert(&node("ConstantOfShape", int64_tensor(vec![big])), "n").expect("ok");
+        let attrs =
+            convert(&node("ConstantOfShape", int64_tensor(vec![big])), "n", None).expect("ok");
         assert_eq!(attrs.get("value"), Some(&Attr::Int(big)));
         assert_eq!(attrs.get("value_type"), Some(&Attr::Str("i64".into())));
-        let two = convert(&node("ConstantOfShape", int64_tensor(vec![1, 2])), "n");
+        let two = convert(
+            &node("ConstantOfShape", int64_tensor(vec![1, 2])),
+            "n",
+            None,
+        );
         assert!(matches!(two, Err(OnnxError::Attribute { attr, .. }) if attr == "value"));
         // Other operators' tensor attributes are still rejected.
-        assert!(convert(&node("Cast", int64_tensor(vec![1])), "n").is_err());
+        assert!(convert(&node("Cast", int64_tensor(vec![1])), "n", None).is_err());
     }
 }

@@ -3,6 +3,7 @@
 //! Every variant names the thing at fault (the file, the tensor, the node, the attribute) so a
 //! user can find it in the model without a debugger.
 
+use super::opsets::VersionRefusal;
 use crate::ir::validate::InvalidIr;
 use crate::ops::OpError;
 use std::path::PathBuf;
@@ -56,32 +57,58 @@ pub enum OnnxError {
     )]
     MissingGraph { origin: String },
 
-    #[error("{origin} has IR version {version}, outside the supported range {min}..={max}")]
+    #[error("{origin} has IR version {version}; dmove reads IR version {min} and later")]
     #[diagnostic(
         code(dmove::onnx::ir_version),
-        help("re-export the model with a current ONNX exporter")
+        help("IR version 3 introduced `opset_import`, which says what each operator means; convert the model with onnx.version_converter")
     )]
     IrVersion {
         origin: String,
         version: i64,
         min: i64,
-        max: i64,
     },
 
+    #[error("{origin} uses {field}, which dmove does not read: {why}")]
+    #[diagnostic(
+        code(dmove::onnx::unread_field),
+        help("dmove ignores only the fields that cannot change what the model computes (documentation, metadata, multi-device placement, training information)")
+    )]
+    UnreadField {
+        origin: String,
+        /// The protobuf field, e.g. `GraphProto.sparse_initializer`.
+        field: String,
+        why: String,
+    },
+
+    #[error("{what} has element type {name}{}, which dmove does not support", added_in(.ir_version))]
+    #[diagnostic(
+        code(dmove::onnx::element_type),
+        help("dmove supports float32/64, float16, bfloat16, the float8 formats, bool and the integer types (int4/uint4 to int64/uint64)")
+    )]
+    ElementType {
+        /// The tensor, graph input or attribute that has it.
+        what: String,
+        /// ONNX's spelling, e.g. `FLOAT4E2M1`.
+        name: String,
+        /// The IR version that introduced it, for types newer than the original ones.
+        ir_version: Option<i64>,
+    },
     #[error("{origin} does not import the default ONNX operator set (domain \"\" or \"ai.onnx\")")]
     #[diagnostic(code(dmove::onnx::no_opset))]
     MissingOpset { origin: String },
 
-    #[error("{origin} imports default opset version {version}, outside the supported range {min}..={max}")]
+    #[error("{origin} imports default opset version {version}; opsets start at 1")]
+    #[diagnostic(code(dmove::onnx::opset_version))]
+    OpsetVersion { origin: String, version: i64 },
+
+    #[error("{} node(s) follow operator definitions dmove does not implement: {}", .nodes.len(), .nodes.iter().map(|(n, r)| format!("`{n}`: {r}")).collect::<Vec<_>>().join("; "))]
     #[diagnostic(
-        code(dmove::onnx::opset_version),
-        help("convert the model with onnx.version_converter to a supported opset")
+        code(dmove::onnx::operator_version),
+        help("a node follows the latest definition of its operator at or below the model's opset; convert the model with onnx.version_converter to an opset whose definitions dmove implements")
     )]
-    OpsetVersion {
-        origin: String,
-        version: i64,
-        min: i64,
-        max: i64,
+    OperatorVersions {
+        /// Node label and why its definition is refused.
+        nodes: Vec<(String, VersionRefusal)>,
     },
 
     #[error("{origin} uses operator domains dmove does not support: {}", .domains.join("; "))]
@@ -135,6 +162,52 @@ pub enum OnnxError {
         tensor: String,
         file: PathBuf,
         message: String,
+    },
+
+    #[error(
+        "node `{node}` ({op}): attribute `{attr}` must be {expected}, but the model gives {found}"
+    )]
+    #[diagnostic(
+        code(dmove::onnx::attribute_type),
+        help("the type is the one the ONNX definition of {op} at opset {version} declares")
+    )]
+    AttributeType {
+        node: String,
+        op: &'static str,
+        attr: String,
+        /// The declared type (`ints`, `float`, …).
+        expected: &'static str,
+        /// The type the node's attribute has.
+        found: &'static str,
+        /// The definition's since-version.
+        version: i64,
+    },
+
+    #[error("node `{node}` ({op}) lacks required attribute `{attr}` ({expected})")]
+    #[diagnostic(
+        code(dmove::onnx::missing_attribute),
+        help("the ONNX definition of {op} at opset {version} requires it")
+    )]
+    MissingAttribute {
+        node: String,
+        op: &'static str,
+        attr: String,
+        expected: &'static str,
+        version: i64,
+    },
+
+    #[error("node `{node}` ({op}): `{attr}` is not an attribute of {op} as defined at opset {version} (its attributes: {known})")]
+    #[diagnostic(
+        code(dmove::onnx::unknown_attribute),
+        help("ONNX Runtime refuses such a node too; an attribute added by a later opset needs a model importing that opset")
+    )]
+    UnknownAttribute {
+        node: String,
+        op: &'static str,
+        attr: String,
+        version: i64,
+        /// The declared attributes, comma-separated (`none` when there are none).
+        known: String,
     },
 
     #[error("node `{node}`: attribute `{attr}`: {message}")]
@@ -221,6 +294,10 @@ fn list(nodes: &[UnsupportedNode]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn added_in(ir_version: &Option<i64>) -> String {
+    ir_version.map_or_else(String::new, |v| format!(" (added in IR version {v})"))
 }
 
 fn later_hint(producer: &Option<String>) -> String {

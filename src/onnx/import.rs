@@ -8,6 +8,7 @@ use super::attrs::constant_value;
 use super::error::{OnnxError, UnsupportedNode};
 use super::idioms::IMPORTER_HANDLED;
 use super::load::{check_model, load_file, load_model, node_label};
+use super::opsets::{resolve, VersionRefusal};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::signature::{check_declared, check_options, input_type, Symbols};
 use super::tensor::decode_tensor;
@@ -93,6 +94,7 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
         .map(|(i, n)| node_label(n, i))
         .collect();
     check_supported(graph, &labels)?;
+    check_versions(graph, &labels, opset)?;
     let name = graph
         .name
         .clone()
@@ -145,6 +147,25 @@ fn check_supported(graph: &GraphProto, labels: &[String]) -> Result<(), OnnxErro
         Ok(())
     } else {
         Err(OnnxError::Unsupported { nodes })
+    }
+}
+
+/// Lists every node whose operator definition (the one the model's opset selects) dmove does
+/// not implement, all at once.
+fn check_versions(graph: &GraphProto, labels: &[String], opset: i64) -> Result<(), OnnxError> {
+    let nodes: Vec<(String, VersionRefusal)> = graph
+        .node
+        .iter()
+        .zip(labels)
+        .filter_map(|(n, label)| {
+            let op = n.op_type.as_deref().unwrap_or_default();
+            resolve(op, opset).err().map(|r| (label.clone(), r))
+        })
+        .collect();
+    if nodes.is_empty() {
+        Ok(())
+    } else {
+        Err(OnnxError::OperatorVersions { nodes })
     }
 }
 

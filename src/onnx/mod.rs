@@ -29,18 +29,27 @@
 //!   bound symbols substituted so both agree. A dimension with neither a value nor a
 //!   name becomes the symbol `<input>_dim<i>`. Options that name no input or no symbol are errors.
 //! - **Attributes.** ONNX attributes keep their names: INT → `Attr::Int`, FLOAT → `Attr::Float`,
-//!   INTS → `Attr::Ints`, FLOATS → `Attr::Floats`, STRING → `Attr::Str`. Other attribute types
-//!   (tensors, graphs, string lists…) are rejected, except on `Constant`, which the importer
-//!   consumes itself. Empty input names are absent optional inputs (no edge on that connector);
-//!   trailing empty output names are omitted optional outputs.
-//! - **Opsets.** Operators implement the semantics of the newest opset (up to
-//!   [`load::MAX_OPSET`]). Where an older opset differs in meaning, not just in form, the
-//!   importer adds the integer attribute `opset` (the model's default-domain version) and the
-//!   operator interprets it. Today that is `Softmax`, `LogSoftmax` and `Hardmax` before opset 13,
-//!   which coerce the input to 2-D at `axis` (default 1) and normalise over the flattened trailing
-//!   block; from opset 13 they normalise along `axis` (default -1) and get no `opset` attribute.
-//!   Attributes that later opsets turned into inputs are passed through as written.
-//!   A `Split` without `split` sizes or `num_outputs` gets `num_outputs` = its output count.
+//!   INTS → `Attr::Ints`, FLOATS → `Attr::Floats`, STRING → `Attr::Str`. Every attribute is
+//!   first checked against the ONNX definition the node follows ([`opsets`]): an attribute of
+//!   the wrong type, a missing required one and one the operator never declared are three
+//!   distinct errors naming the node, the attribute and the declared type. Other attribute
+//!   types (tensors, graphs, string lists…) are rejected, except on `Constant`, which the
+//!   importer consumes itself. Empty input names are absent optional inputs (no edge on that
+//!   connector); trailing empty output names are omitted optional outputs.
+//! - **Versions.** Any IR version from 3 imports; what a newer one adds is read (element
+//!   types, refused by name when dmove lacks them), ignored when it cannot change the computed
+//!   values, or refused naming the field (see [`load::check_model`]). No opset is refused for
+//!   its number: each node follows the latest definition of its operator not newer than the
+//!   model's default opset ([`opsets::resolve`], from the generated [`schemas`]), and is refused
+//!   only when dmove does not implement that definition ([`crate::ops::versions`]), with the
+//!   operator, the model's opset and the versions dmove implements named. Where an older opset
+//!   differs in meaning, not just in form, the importer adds the integer attribute `opset` (the
+//!   model's default-domain version) and the operator interprets it. Today that is `Softmax`
+//!   and `LogSoftmax` before opset 13, which coerce the input to 2-D at `axis` (default 1) and
+//!   normalise over the flattened trailing block; from opset 13 they normalise along `axis`
+//!   (default -1) and get no `opset` attribute. Attributes that later opsets turned into inputs
+//!   are passed through as written. A `Split` without `split` sizes or `num_outputs` gets
+//!   `num_outputs` = its output count.
 //! - **Types.** Output types come from [`crate::ops::Operator::infer`] in node order, with the
 //!   values of constant inputs available; declared types (`value_info`, graph outputs) are
 //!   checked against them wherever both sides are static.
@@ -52,7 +61,9 @@ pub mod error;
 pub mod idioms;
 pub mod import;
 pub mod load;
+pub mod opsets;
 pub mod proto;
+pub mod schemas;
 pub mod signature;
 pub mod summary;
 pub mod tensor;

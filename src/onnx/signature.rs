@@ -19,9 +19,26 @@ fn tensor_type<'v>(
 ) -> Result<(i32, Option<&'v TensorShapeProto>), OnnxError> {
     match vi.r#type.as_ref().and_then(|t| t.value.as_ref()) {
         Some(TypeValue::TensorType(t)) => Ok((t.elem_type.unwrap_or(0), t.shape.as_ref())),
-        Some(_) => Err(OnnxError::value_type(name, "is not a dense tensor (sequences, maps, optionals and sparse tensors are not supported)")),
+        Some(TypeValue::SequenceType(_)) => not_dense(name, "a sequence (TypeProto.sequence_type)"),
+        Some(TypeValue::MapType(_)) => not_dense(name, "a map (TypeProto.map_type)"),
+        Some(TypeValue::OptionalType(_)) => {
+            not_dense(name, "an optional (TypeProto.optional_type)")
+        }
+        Some(TypeValue::SparseTensorType(_)) => {
+            not_dense(name, "a sparse tensor (TypeProto.sparse_tensor_type)")
+        }
+        Some(TypeValue::OpaqueType(_)) => {
+            not_dense(name, "an opaque value (TypeProto.opaque_type)")
+        }
         None => Err(OnnxError::value_type(name, "has no type")),
     }
+}
+
+fn not_dense<T>(name: &str, kind: &str) -> Result<T, OnnxError> {
+    Err(OnnxError::value_type(
+        name,
+        format!("is {kind}; dmove supports dense tensors only"),
+    ))
 }
 
 /// Symbol bindings collected while typing the graph inputs.
@@ -58,7 +75,7 @@ pub fn input_type(
     syms: &mut Symbols,
 ) -> Result<TensorType, OnnxError> {
     let (elem, shape) = tensor_type(vi, name)?;
-    let dtype = dtype_of(elem, name)?;
+    let dtype = dtype_of(elem, &format!("graph input `{name}`"))?;
     let given = opts.input_shapes.get(name);
     if let Some(g) = given {
         if let Some(d) = g.iter().find(|d| **d < 0) {
@@ -166,7 +183,7 @@ pub fn check_declared(
     let dtype: Option<DType> = if elem == 0 {
         None
     } else {
-        Some(dtype_of(elem, name)?)
+        Some(dtype_of(elem, &format!("the declared type of `{name}`"))?)
     };
     let declared_dims: Option<Vec<Option<i64>>> = shape.map(|s| {
         s.dim

@@ -8,21 +8,37 @@ use crate::ir::{Buffer, DType, Tensor};
 use crate::ops::logic::{dtype_of_onnx, onnx_code};
 use std::path::{Component, Path, PathBuf};
 
-/// The IR element type of an ONNX `TensorProto.DataType` code, or an error naming `what`.
+/// The IR element type of an ONNX `TensorProto.DataType` code, or an
+/// [`OnnxError::ElementType`] naming `what` (e.g. "tensor `w`") and the type: one ONNX defines
+/// and dmove lacks (strings, complex numbers, the types of IR versions 11–14) or a code ONNX
+/// does not define.
 pub fn dtype_of(code: i32, what: &str) -> Result<DType, OnnxError> {
     if let Some(d) = dtype_of_onnx(i64::from(code)) {
         return Ok(d);
     }
-    Err(OnnxError::tensor(
-        what,
-        match DataType::try_from(code) {
-            Ok(other) => format!(
-                "element type {} is not supported (strings and complex numbers are not)",
-                other.as_str_name()
-            ),
-            Err(_) => format!("unknown element type code {code}"),
-        },
-    ))
+    match DataType::try_from(code) {
+        Ok(other) => Err(OnnxError::ElementType {
+            what: what.to_string(),
+            name: other.as_str_name().to_string(),
+            ir_version: added_in_ir(other),
+        }),
+        Err(_) => Err(OnnxError::ElementType {
+            what: what.to_string(),
+            name: format!("code {code} (unknown to ONNX)"),
+            ir_version: None,
+        }),
+    }
+}
+
+/// The IR version that introduced element type `t`, for those newer than dmove's own types.
+fn added_in_ir(t: DataType) -> Option<i64> {
+    match t {
+        DataType::Float4e2m1 => Some(11),
+        DataType::Float8e8m0 => Some(12),
+        DataType::Uint2 | DataType::Int2 => Some(13),
+        DataType::Float6e2m3 | DataType::Float6e3m2 => Some(14),
+        _ => None,
+    }
 }
 
 /// The ONNX code of an IR element type (for the writer).
@@ -59,7 +75,7 @@ pub fn decode_tensor(
     name: &str,
     base_dir: Option<&Path>,
 ) -> Result<Tensor, OnnxError> {
-    let dtype = dtype_of(t.data_type.unwrap_or(0), name)?;
+    let dtype = dtype_of(t.data_type.unwrap_or(0), &format!("tensor `{name}`"))?;
     let shape = t
         .dims
         .iter()

@@ -150,6 +150,12 @@ impl ModelBuilder {
         ModelBuilder { model, graph }
     }
 
+    /// Sets the IR version the model claims (the default is an older one every reader knows).
+    pub fn ir_version(mut self, version: i64) -> Self {
+        self.model.ir_version = Some(version);
+        self
+    }
+
     /// Declares an additional operator-set import.
     pub fn opset_import(mut self, domain: &str, version: i64) -> Self {
         self.model.opset_import.push(OperatorSetIdProto {

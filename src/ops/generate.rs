@@ -288,12 +288,22 @@ impl Operator for RangeOp {
 
     fn infer(
         &self,
-        _node: &LibraryNode,
+        node: &LibraryNode,
         inputs: &[Option<TensorType>],
         consts: &[Option<&Tensor>],
     ) -> Result<Vec<TensorType>, OpError> {
         check_arity(self, inputs.len())?;
         let first = input_type("Range", inputs, 0)?;
+        // Opset 27's `stash_type = 0` accumulates 16-bit floats in their own precision; the
+        // values here are computed exactly and rounded once, which is the default `stash_type`.
+        let half = matches!(first.dtype, DType::F16 | DType::BF16);
+        if half && node.int("stash_type") == Some(0) {
+            return Err(OpError::attr(
+                "Range",
+                "stash_type",
+                format!("0 (accumulate in {}) is not supported", first.dtype),
+            ));
+        }
         for i in 0..3 {
             let t = input_type("Range", inputs, i)?;
             super::support::same_dtype("Range", first, t, i)?;

@@ -41,6 +41,7 @@ mod slice;
 mod softmax;
 mod support;
 mod topk;
+pub mod versions;
 mod window;
 
 use crate::ir::build::ScopeBuilder;

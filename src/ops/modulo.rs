@@ -1,10 +1,12 @@
 //! `Mod(a, b)` with broadcasting: the remainder of a division, with ONNX's two conventions.
 //!
 //! `fmod = 1` is C's `fmod` (truncated division: the remainder has the sign of the dividend),
-//! one exact [`BinOp::Fmod`] in the tasklet. `fmod = 0`, allowed for integers only, is Python's
-//! `%` (floored division: the sign of the divisor), obtained from the truncated remainder `r` by
-//! adding `b` when `r` is non-zero and its sign differs from `b`'s. Integers compute in `f64`
-//! (see `ir::texpr`), where `fmod` is exact, so both conventions are exact for them.
+//! one exact [`BinOp::Fmod`] in the tasklet. `fmod = 0` is Python's `%` (floored division: the
+//! sign of the divisor), obtained from the truncated remainder `r` by adding `b` when `r` is
+//! non-zero and its sign differs from `b`'s; opset 28 defines it for floating-point inputs too,
+//! with the special cases this gives (NaN for an infinite `a` or a zero `b`, `b` itself for a
+//! finite `a` of the other sign than an infinite `b`). Integers compute in `f64` (see
+//! `ir::texpr`), where `fmod` is exact, so both conventions are exact for them.
 
 use super::broadcast::broadcast_shapes;
 use super::logic::{eval_pointwise, expand_pointwise};
@@ -60,16 +62,7 @@ impl Operator for Mod {
         let a = input_type("Mod", inputs, 0)?;
         let b = input_type("Mod", inputs, 1)?;
         same_dtype("Mod", a, b, 1)?;
-        if a.dtype.is_float() && !Self::truncated(node)? {
-            return Err(OpError::attr(
-                "Mod",
-                "fmod",
-                format!(
-                    "must be 1 for {} inputs (floored remainders are for integers)",
-                    a.dtype
-                ),
-            ));
-        }
+        Self::truncated(node)?;
         let shape = broadcast_shapes("Mod", &[&a.shape, &b.shape])?;
         Ok(vec![TensorType::new(a.dtype, shape)])
     }

@@ -5,7 +5,8 @@
 //!   in-place hints), `is_test` (BatchNormalization and Dropout; dmove only runs inference,
 //!   which is what opset 7 made implicit) and Gemm's `broadcast` (always on since opset 7).
 //! * Renamed or retyped attributes take their new form: Pad-1's `paddings` is `pads`, Cast-1's
-//!   `to` names its type as a string, Concat before opset 4 defaults `axis` to 1.
+//!   `to` names its type as a string, Concat before opset 4 defaults `axis` to 1, and Selu-1's
+//!   defaults (`alpha` 1.6732, `gamma` 1.0507) become explicit, since Selu-6 changed them.
 //! * Element-wise binary operators broadcast only with `broadcast = 1`, and then align `B` with
 //!   `A` starting at `axis` instead of from the right. Numpy-style broadcasting of today
 //!   computes the same result once `B` gets trailing unit axes, so an `Unsqueeze` of `B` is
@@ -53,6 +54,14 @@ pub(super) fn upgrade_attrs(
     if op == "Pad" {
         if let Some(pads) = attrs.remove("paddings") {
             attrs.insert("pads".into(), pads);
+        }
+    }
+    if op == "Selu" {
+        // Selu-1's defaults were rounded to four decimals; Selu-6 made them exact.
+        for (name, value) in [("alpha", 1.6732_f32), ("gamma", 1.0507_f32)] {
+            attrs
+                .entry(name.into())
+                .or_insert(Attr::Float(f64::from(value)));
         }
     }
     if op == "Concat" && opset < 4 {

@@ -9,9 +9,25 @@ use crate::ir::{Attr, DataKind, LibraryNode, SymExpr, Tensor};
 use crate::onnx::attrs::convert;
 use crate::onnx::error::{OnnxError, UnsupportedNode};
 use crate::onnx::idioms::{all_kept, dropout_refusal, shape_from_type};
+use crate::onnx::opsets::resolve;
 use crate::onnx::proto::NodeProto;
+use crate::onnx::tensor::dtype_of;
 use crate::ops::{self, OpError, TensorType};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Cast's target type, named by ONNX when dmove lacks it (the operator only knows its code).
+fn check_cast_target(attrs: &BTreeMap<String, Attr>, label: &str) -> Result<(), OnnxError> {
+    let what = format!("attribute `to` of node `{label}`");
+    match attrs.get("to") {
+        Some(Attr::Int(code)) => {
+            let code = i32::try_from(*code).map_err(|_| {
+                OnnxError::attribute(label, "to", format!("unknown element type code {code}"))
+            })?;
+            dtype_of(code, &what).map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
 
 impl Importer<'_> {
     /// One ordinary node: renamed away (`Identity`, inference `Dropout`), folded into constants
@@ -34,9 +50,16 @@ impl Importer<'_> {
             op: op_name.clone(),
             source: Box::new(source),
         };
-        let mut attrs = convert(node, label)?;
+        let schema =
+            resolve(&op_name, self.opset).map_err(|refusal| OnnxError::OperatorVersions {
+                nodes: vec![(label.to_string(), refusal)],
+            })?;
+        let mut attrs = convert(node, label, schema)?;
         if self.opset < MODERN_OPSET {
             upgrade_attrs(&op_name, self.opset, &mut attrs).map_err(infer_err)?;
+        }
+        if op_name == "Cast" {
+            check_cast_target(&attrs, label)?;
         }
         mark_opset_semantics(&op_name, self.opset, &mut attrs);
         mark_split_count(node, &mut attrs);

@@ -1,0 +1,157 @@
+//! The ONNX definitions each operator implements: for every operator, the opset versions at
+//! which ONNX changed its definition (its "since versions") whose semantics dmove follows, and
+//! for each other definition what changed there, so a refusal can say it.
+//!
+//! Architecture invariant: this is the only place in `ops/` that knows ONNX versions; the
+//! importer (`onnx::opsets`) resolves every node to the definition its model's opset selects
+//! and refuses the definitions not listed here. A definition is listed when every node that
+//! follows it either computes what ONNX specifies or is refused with an error (for example, an
+//! element type dmove lacks, or an attribute value an operator does not support): listing it
+//! must never let a different meaning through silently. Definitions that changed only the
+//! accepted element types are listed, since types are checked on their own.
+//!
+//! Older definitions that differ in form are read through the importer (`onnx::import::legacy`
+//! for opsets 1–6, attributes that later became inputs passed through as written, the `opset`
+//! attribute for Softmax before opset 13). A new onnx release adds definitions to the generated
+//! `onnx::schemas`; they are refused until someone checks them and lists them here (a test
+//! fails until each one is either listed or noted).
+//!
+//! Adding an ONNX operator = one line here besides its `OPS` entry (a test in `onnx::opsets`
+//! fails until it is there); operators of dmove's own, such as `NhwcConv`, have none.
+
+/// The ONNX definitions of one operator.
+#[derive(Debug)]
+pub struct OnnxVersions {
+    pub op: &'static str,
+    /// Since-versions whose semantics dmove implements.
+    pub implemented: &'static [i64],
+    /// Every other since-version, with what changed there.
+    pub not_implemented: &'static [(i64, &'static str)],
+}
+
+const fn v(
+    op: &'static str,
+    implemented: &'static [i64],
+    not_implemented: &'static [(i64, &'static str)],
+) -> OnnxVersions {
+    OnnxVersions {
+        op,
+        implemented,
+        not_implemented,
+    }
+}
+
+/// Sorted by operator name.
+#[rustfmt::skip]
+pub static TABLE: &[OnnxVersions] = &[
+    v("Abs", &[1, 6, 13], &[]),
+    v("Add", &[1, 6, 7, 13, 14], &[]),
+    v("And", &[1, 7], &[]),
+    v("ArgMax", &[1, 11, 12, 13], &[]),
+    v("ArgMin", &[1, 11, 12, 13], &[]),
+    v("AveragePool", &[1, 7, 10, 11, 19, 22], &[]),
+    v("BatchNormalization", &[1, 6, 7, 9, 14, 15], &[]),
+    v("Cast", &[1, 6, 9, 13, 19, 21, 23, 24, 25, 28], &[]),
+    v("Ceil", &[1, 6, 13], &[]),
+    v("Clip", &[1, 6, 11, 12, 13], &[]),
+    v("Concat", &[1, 4, 11, 13], &[]),
+    v("Constant", &[1, 9, 11, 12, 13, 19, 21, 23, 24, 25], &[]),
+    v("ConstantOfShape", &[9, 20, 21, 23, 24, 25], &[]),
+    v("Conv", &[1, 11, 22], &[]),
+    v("ConvTranspose", &[1, 11, 22], &[]),
+    v("CumSum", &[11, 14], &[]),
+    v("Div", &[1, 6, 7, 13, 14], &[]),
+    v("Dropout", &[1, 6, 7, 10, 12, 13, 22], &[]),
+    v("Einsum", &[12, 28], &[]),
+    v("Elu", &[1, 6, 22], &[]),
+    v("Equal", &[1, 7, 11, 13, 19], &[]),
+    v("Erf", &[9, 13], &[]),
+    v("Exp", &[1, 6, 13], &[]),
+    v("Expand", &[8, 13], &[]),
+    v("Flatten", &[1, 9, 11, 13, 21, 23, 24, 25], &[]),
+    v("Floor", &[1, 6, 13], &[]),
+    v("Gather", &[1, 11, 13], &[]),
+    v("GatherElements", &[11, 13], &[]),
+    v("Gelu", &[20], &[]),
+    v("Gemm", &[1, 6, 7, 9, 11, 13], &[]),
+    v("GlobalAveragePool", &[1, 22], &[]),
+    v("GlobalMaxPool", &[1, 22], &[]),
+    v("Greater", &[1, 7, 9, 13], &[]),
+    v("GreaterOrEqual", &[12, 16], &[]),
+    v("GroupNormalization", &[18, 21], &[]),
+    v("HardSigmoid", &[1, 6, 22], &[]),
+    v("HardSwish", &[14, 22], &[]),
+    v("Identity", &[1, 13, 14, 16, 19, 21, 23, 24, 25], &[]),
+    v("InstanceNormalization", &[1, 6, 22], &[]),
+    v("LayerNormalization", &[17], &[]),
+    v("LeakyRelu", &[1, 6, 16], &[]),
+    v("Less", &[1, 7, 9, 13], &[]),
+    v("LessOrEqual", &[12, 16], &[]),
+    v("Log", &[1, 6, 13], &[]),
+    v("LogSoftmax", &[1, 11, 13], &[]),
+    v("MatMul", &[1, 9, 13], &[]),
+    v("Max", &[1, 6, 8, 12, 13], &[]),
+    v("MaxPool", &[1, 8, 10, 11, 12, 22], &[]),
+    v("Mean", &[1, 6, 8, 13], &[]),
+    v("Min", &[1, 6, 8, 12, 13], &[]),
+    v("Mish", &[18, 22], &[]),
+    v("Mod", &[10, 13, 28], &[]),
+    v("Mul", &[1, 6, 7, 13, 14], &[]),
+    v("Neg", &[1, 6, 13], &[]),
+    v("Not", &[1], &[]),
+    v("Or", &[1, 7], &[]),
+    v("Pad", &[1, 2, 11, 13, 18, 19, 21, 23, 24, 25], &[]),
+    v("Pow", &[1, 7, 12, 13, 15], &[]),
+    v("Range", &[11, 27], &[]),
+    v("Reciprocal", &[1, 6, 13], &[]),
+    v("ReduceL1", &[1, 11, 13, 18], &[]),
+    v("ReduceL2", &[1, 11, 13, 18], &[]),
+    v("ReduceLogSum", &[1, 11, 13, 18, 28], &[]),
+    v("ReduceMax", &[1, 11, 12, 13, 18, 20], &[]),
+    v("ReduceMean", &[1, 11, 13, 18], &[]),
+    v("ReduceMin", &[1, 11, 12, 13, 18, 20], &[]),
+    v("ReduceProd", &[1, 11, 13, 18], &[]),
+    v("ReduceSum", &[1, 11, 13], &[]),
+    v("ReduceSumSquare", &[1, 11, 13, 18], &[]),
+    v("Relu", &[1, 6, 13, 14], &[]),
+    v("Reshape", &[5, 13, 14, 19, 21, 23, 24, 25], &[(1, "the shape is an attribute")]),
+    v("Resize", &[10, 11, 13, 18, 19], &[]),
+    v("Selu", &[1, 6, 22], &[]),
+    v("Shape", &[1, 13, 15, 19, 21, 23, 24, 25], &[]),
+    v("Sigmoid", &[1, 6, 13], &[]),
+    v("Size", &[1, 13, 19, 21, 23, 24, 25], &[]),
+    v("Slice", &[1, 10, 11, 13], &[]),
+    v("Softmax", &[1, 11, 13], &[]),
+    v("Softplus", &[1, 22], &[]),
+    v("Split", &[1, 2, 11, 13, 18], &[]),
+    v("Sqrt", &[1, 6, 13], &[]),
+    v("Squeeze", &[1, 11, 13, 21, 23, 24, 25], &[]),
+    v("Sub", &[1, 6, 7, 13, 14], &[]),
+    v("Sum", &[1, 6, 8, 13], &[]),
+    v("Tanh", &[1, 6, 13], &[]),
+    v("Tile", &[6, 13], &[(1, "tiles and axis are two inputs")]),
+    v("TopK", &[10, 11, 24], &[(1, "k is an attribute")]),
+    v("Transpose", &[1, 13, 21, 23, 24, 25], &[]),
+    v("Unsqueeze", &[1, 11, 13, 21, 23, 24, 25], &[]),
+    v("Where", &[9, 16], &[]),
+];
+
+/// The definitions `op` implements, if it is an ONNX operator dmove has.
+pub fn onnx_versions(op: &str) -> Option<&'static OnnxVersions> {
+    TABLE
+        .binary_search_by(|v| v.op.cmp(op))
+        .ok()
+        .map(|i| &TABLE[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_for_lookup() {
+        assert!(TABLE.windows(2).all(|w| w[0].op < w[1].op));
+        assert!(onnx_versions("Conv").is_some());
+        assert!(onnx_versions("NoSuchOp").is_none());
+    }
+}
