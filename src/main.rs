@@ -7,6 +7,9 @@ use dmove::cli::apply::{self, ApplyArgs};
 use dmove::cli::commands::{self, DemoArgs, EmitCArgs, ImportArgs};
 use dmove::cli::conformance::{self, ConformanceArgs};
 use dmove::cli::matching::{self, MatchArgs};
+use dmove::cli::recipe::check::{self, CheckArgs};
+use dmove::cli::recipe::fmt::{self, FmtArgs};
+use dmove::cli::recipe::run::{self as recipe_run, RunArgs};
 use dmove::cli::transforms::{self, TransformsArgs};
 use std::process::ExitCode;
 
@@ -23,6 +26,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a recipe on a model: writes the optimized IR, the C and the lock, and prints a
+    /// report (steps per rule, refusals, checks, decisions, data movement; `--bench` times it).
+    Run(RunArgs),
+    /// Replay every entry of recipes' locks and fail with a diff where one no longer
+    /// reproduces (what CI runs); `--update` rewrites the locks.
+    Check(CheckArgs),
+    /// Format recipes canonically (`--check`: list the files that are not formatted).
+    Fmt(FmtArgs),
     /// Build a transformer encoder layer, optimize it, check it and benchmark it (no files needed).
     Demo(DemoArgs),
     /// Import a model (ONNX or textual IR) and print its IR.
@@ -47,6 +58,9 @@ enum Command {
 
 fn run(cli: Cli) -> miette::Result<()> {
     let result = match cli.command {
+        Command::Run(args) => recipe_run::run(&args),
+        Command::Check(args) => check::check(&args),
+        Command::Fmt(args) => fmt::fmt(&args),
         Command::Demo(args) => commands::demo(&args),
         Command::Import(args) => commands::import(&args),
         Command::Transforms(args) => transforms::transforms(&args),

@@ -16,6 +16,14 @@ mod matching;
 mod output;
 #[path = "cli/params.rs"]
 mod params;
+#[path = "cli/recipe_check.rs"]
+mod recipe_check;
+#[path = "cli/recipe_fmt.rs"]
+mod recipe_fmt;
+#[path = "cli/recipe_run.rs"]
+mod recipe_run;
+#[path = "cli/recipe_support.rs"]
+mod recipe_support;
 #[path = "cli/support.rs"]
 mod support;
 #[path = "cli/transforms.rs"]

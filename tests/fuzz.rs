@@ -797,3 +797,86 @@ fn write_regression_corpus() {
         write("ir_text", &format!("mut-{k:02}.ir"), &input);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The recipe language (`fuzz/fuzz_targets/recipe.rs`), replayed and mutated on its own so the
+// corpus thresholds above stay those of the other targets.
+
+/// The body of `fuzz/fuzz_targets/recipe.rs`: true when the input parses, in which case the
+/// formatter's laws must hold (a broken law panics, like a crash).
+fn recipe_target(data: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return false;
+    };
+    match dmove::recipe::format::check_laws(text) {
+        None => false,
+        Some(Ok(())) => true,
+        Some(Err(broken)) => panic!("{broken}"),
+    }
+}
+
+/// Runs the recipe target on every input, returning (accepted, rejected, panicking files).
+fn replay_recipe(inputs: &[(PathBuf, Vec<u8>)]) -> (usize, usize, Vec<String>) {
+    let (mut accepted, mut rejected, mut panicked) = (0, 0, Vec::new());
+    for (file, data) in inputs {
+        match catch_unwind(AssertUnwindSafe(|| recipe_target(data))) {
+            Ok(true) => accepted += 1,
+            Ok(false) => rejected += 1,
+            Err(_) => panicked.push(file.display().to_string()),
+        }
+    }
+    (accepted, rejected, panicked)
+}
+
+#[test]
+fn recipe_corpus_replays_and_keeps_the_formatter_laws() {
+    let inputs = corpus("recipe");
+    assert!(
+        inputs.len() >= 80,
+        "`recipe` has {} corpus inputs",
+        inputs.len()
+    );
+    let (accepted, rejected, panicked) = replay_recipe(&inputs);
+    assert!(
+        panicked.is_empty(),
+        "`recipe` panics again on {panicked:#?}"
+    );
+    eprintln!(
+        "recipe: {} inputs replayed, {accepted} accepted, {rejected} rejected",
+        inputs.len()
+    );
+    assert!(
+        accepted >= 20 && rejected >= 30,
+        "`recipe`: {accepted} accepted and {rejected} rejected; the corpus needs both kinds"
+    );
+}
+
+#[test]
+#[ignore = "runs for DMOVE_FUZZ_SECS seconds (default 60); see the module docs"]
+fn fuzz_recipe_for_a_while() {
+    let secs: u64 = std::env::var("DMOVE_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let seeds: Vec<Vec<u8>> = corpus("recipe").into_iter().map(|(_, d)| d).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(secs);
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let (mut runs, mut crashes) = (0u64, Vec::new());
+    while Instant::now() < deadline {
+        let mut input = seeds[rng.gen_range(0..seeds.len())].clone();
+        let donor = &seeds[rng.gen_range(0..seeds.len())];
+        for _ in 0..rng.gen_range(1..8) {
+            mutate(&mut input, donor, &mut rng);
+        }
+        runs += 1;
+        if catch_unwind(AssertUnwindSafe(|| recipe_target(&input))).is_err() {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fuzz-crashes/recipe");
+            std::fs::create_dir_all(&dir).expect("crash directory");
+            let file = dir.join(hex::encode(&Sha256::digest(&input)[..8]));
+            std::fs::write(&file, &input).expect("crash file");
+            crashes.push(file);
+        }
+    }
+    eprintln!("recipe: {runs} inputs in {secs}s");
+    assert!(crashes.is_empty(), "crashing inputs: {crashes:?}");
+}

@@ -177,14 +177,13 @@ fn parallelizing_a_resolved_reduction_is_legal_once() {
 }
 
 #[test]
-fn cpu_schedule_keeps_results_and_parallelizes_the_matmul_rows() {
+fn std_cpu_keeps_results_and_parallelizes_the_matmul_rows() {
     let mut p = common::matmul(70, 9, 33);
     let original = p.clone();
-    let report = dmove::demo::schedule::optimize(&mut p, &Checks::default()).expect("known names");
-    let names: Vec<&str> = report
-        .steps
-        .iter()
-        .map(|s| s.transformation.as_str())
+    let recipe = dmove::demo::cpu_recipe().expect("std::cpu checks");
+    let report = dmove::demo::optimize(&recipe, &mut p, &Checks::default(), 1).expect("runs");
+    let names: Vec<&str> = (report.steps.iter())
+        .map(|s| s.step.transformation.as_str())
         .collect();
     assert_eq!(
         names,
@@ -198,7 +197,7 @@ fn cpu_schedule_keeps_results_and_parallelizes_the_matmul_rows() {
             "Parallelize"
         ],
         "{:?}",
-        report.refused
+        report.skipped
     );
     let inputs = dmove::check::random_inputs(&original, 3).expect("inputs");
     dmove::check::same_outputs(&original, &p, &inputs).expect("same results");

@@ -5,6 +5,7 @@
 //! machine is shared and noisy (min and max are kept to show the spread).
 
 pub mod peer;
+pub mod variants;
 
 use serde::Serialize;
 

@@ -89,7 +89,8 @@ fn render_demo(r: &DemoReport) -> String {
     );
     out.push_str(&crate::bench::render_table(&r.rows));
     out.push_str(&format!(
-        "\noptimized: {} rewrites; {}\n{} tried and refused (rolled back or not applicable, each left the program unchanged); speedup {:.2}x over the baseline\n",
+        "\noptimized by the recipe {}: {} rewrites; {}\n{} tried and skipped (not applicable, each left the program unchanged); speedup {:.2}x over the baseline\n",
+        r.recipe,
         r.steps.len(),
         layers_run(&r.steps),
         r.refused.len(),
@@ -104,7 +105,7 @@ fn render_demo(r: &DemoReport) -> String {
 
 /// Which check layers ran on how many of `steps`, and how numerics ran: "checks per step:
 /// structural 172, legality 172, numerics 172 (139 reference interpreter, 33 compiled C)".
-fn layers_run(steps: &[Step]) -> String {
+pub(crate) fn layers_run(steps: &[Step]) -> String {
     let mut parts = Vec::new();
     for layer in [Layer::Structural, Layer::Legality, Layer::Numerics] {
         let ran: Vec<&str> = steps.iter().filter_map(|s| s.passed(layer)).collect();

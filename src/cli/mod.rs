@@ -7,6 +7,7 @@ pub mod apply;
 pub mod commands;
 pub mod conformance;
 pub mod matching;
+pub mod recipe;
 pub mod transforms;
 
 use crate::ir::text::{parse_named, ParseError};
@@ -98,6 +99,9 @@ pub enum CliError {
     Demo(#[from] crate::demo::DemoError),
     #[error(transparent)]
     #[diagnostic(transparent)]
+    Variant(#[from] crate::bench::variants::VariantError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
     Refused(#[from] crate::transform::engine::Refusal),
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -116,6 +120,9 @@ pub enum CliError {
     Manifest(#[from] crate::conformance::manifest::ManifestError),
     #[error("cannot render JSON")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Recipe(#[from] recipe::RecipeError),
 }
 
 /// Shape and dimension bindings given on the command line.

@@ -1,22 +1,22 @@
 //! `dmove demo`: the whole pipeline on a built-in transformer encoder layer, with no files.
 //!
 //! ONNX bytes in memory → import → reference outputs from the interpreter → naive lowering
-//! (baseline) → the CPU optimization sequence (optimized) → C for both → outputs checked against
-//! the reference → both timed side by side (and ONNX Runtime on the same model when installed).
+//! (baseline) → the standard recipe `std::cpu` (optimized) → C for both → outputs checked
+//! against the reference → both timed side by side (and ONNX Runtime on the same model when
+//! installed).
 
 pub mod model;
-pub mod schedule;
 
-use crate::bench::peer::onnxruntime;
-use crate::bench::{Row, Stats};
-use crate::codegen::{CodegenError, Compiled};
+use crate::bench::variants::{time_variants, Timed, Timing, VariantError};
+use crate::bench::Row;
 use crate::interp::InterpError;
-use crate::ir::{Program, Tensor};
-use crate::numerics::compare;
+use crate::ir::Program;
 use crate::onnx::{import, load_model, ImportOptions, OnnxError};
 use crate::ops::expand::{expand_all, ExpandError};
+use crate::recipe::run::{run as run_recipe, RunOptions, RunReport};
+use crate::recipe::{check, load_source, stdlib, Loaded};
 use crate::transform::engine::{Checks, Step};
-use model::{encoder_model, EncoderConfig, INPUT, OUTPUT};
+use model::{encoder_model, EncoderConfig, INPUT};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -60,10 +60,13 @@ pub struct DemoReport {
     /// Largest absolute difference of the optimized program's output from the interpreter's.
     pub max_abs_error: f64,
     pub rows: Vec<Row>,
-    /// The steps the optimization sequence applied, in order, with parameters, the check record
-    /// of every layer and the hashes (replayable as a trace).
+    /// The recipe that optimized it (`std::cpu 0.1.0`).
+    pub recipe: String,
+    /// The steps the recipe applied, in order, with parameters, the check record of every layer
+    /// and the hashes (replayable as a trace).
     pub steps: Vec<Step>,
-    /// Every step the sequence tried and the engine refused, with the reason.
+    /// Every step the recipe tried that did not apply, with the reason (each left the program
+    /// unchanged).
     pub refused: Vec<String>,
 }
 
@@ -74,21 +77,14 @@ pub enum DemoError {
     Import(#[from] OnnxError),
     #[error(transparent)]
     Expand(#[from] ExpandError),
-    #[error(transparent)]
-    #[diagnostic(transparent)]
-    Schedule(#[from] crate::transform::UnknownTransformation),
+    /// `std::cpu` failed (its diagnostics, rendered).
+    #[error("the standard recipe std::cpu failed:\n{0}")]
+    Recipe(String),
     #[error("the reference interpreter failed: {0}")]
     Interp(#[from] InterpError),
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Codegen(#[from] CodegenError),
-    #[error("the {variant} program's output `{output}` differs from the interpreter's: max abs error {max_abs_error:e}{detail}")]
-    Mismatch {
-        variant: String,
-        output: String,
-        max_abs_error: f64,
-        detail: String,
-    },
+    Variant(#[from] VariantError),
 }
 
 /// Runs the demo, reporting progress through `say`.
@@ -103,67 +99,28 @@ pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, 
         library,
         baseline,
         optimized,
+        recipe,
         report,
     } = pipeline(&cfg, opts.seed, &opts.checks)?;
     let flops = crate::ops::flops::program_flops(&library);
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed ^ 0xda7a);
     let x = crate::check::random_tensor(&[1, cfg.seq as usize, cfg.hidden as usize], &mut rng);
-    let inputs = BTreeMap::from([(INPUT.to_string(), x.clone())]);
+    let inputs = BTreeMap::from([(INPUT.to_string(), x)]);
     say("running the reference interpreter");
     let reference = crate::interp::run(&library, &inputs)?;
 
-    say("compiling both variants");
+    let timing = Timing {
+        warmup: opts.warmup,
+        reps: opts.reps,
+        peer: opts.peer.then_some(bytes.as_slice()),
+        flops,
+    };
     let variants = [("baseline", &baseline), ("optimized", &optimized)];
-    let mut rows = Vec::new();
-    let mut medians = Vec::new();
-    let mut errors = Vec::new();
-    let mut compiled = Vec::new();
-    for (name, p) in variants {
-        let c = Compiled::build(p)?;
-        errors.push(check_outputs(name, &c.run(&inputs)?, &reference)?);
-        compiled.push((name, c));
-    }
-    say(&format!(
-        "timing both variants ({} warm-up runs, {} timed runs each)",
-        opts.warmup, opts.reps
-    ));
-    for ((name, c), err) in compiled.iter().zip(&errors) {
-        let stats =
-            Stats::from_samples(&c.bench(&inputs, opts.warmup, opts.reps)?).unwrap_or(Stats {
-                median_ms: f64::NAN,
-                min_ms: f64::NAN,
-                max_ms: f64::NAN,
-                reps: 0,
-            });
-        medians.push(stats.median_ms);
-        rows.push(Row::measured(
-            name,
-            stats,
-            flops,
-            medians.first().copied(),
-            Some(*err),
-        ));
-    }
-    if opts.peer {
-        say("timing ONNX Runtime on the same model");
-        rows.push(
-            match onnxruntime(&bytes, &[(INPUT.to_string(), x)], opts.warmup, opts.reps) {
-                Ok(run) => {
-                    let err = run
-                        .outputs
-                        .get(OUTPUT)
-                        .map(|t| compare(t, &reference[OUTPUT]).max_abs_error);
-                    match Stats::from_samples(&run.samples_ms) {
-                        Some(s) => {
-                            Row::measured("onnxruntime", s, flops, medians.first().copied(), err)
-                        }
-                        None => Row::unavailable("onnxruntime", "no timings returned"),
-                    }
-                }
-                Err(e) => Row::unavailable("onnxruntime", e.to_string()),
-            },
-        );
-    }
+    let Timed {
+        rows,
+        medians,
+        errors,
+    } = time_variants(&variants, &inputs, Some(&reference), &timing, say)?;
     Ok(DemoReport {
         config: cfg,
         flops,
@@ -172,38 +129,10 @@ pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, 
         speedup: medians[0] / medians[1],
         max_abs_error: errors[1],
         rows,
-        steps: report.steps,
-        refused: report.refused,
+        recipe,
+        steps: report.steps.into_iter().map(|s| s.step).collect(),
+        refused: report.skipped.into_iter().map(|s| s.reason).collect(),
     })
-}
-
-/// Largest absolute error over all outputs, or the mismatch when one exceeds the tolerance.
-fn check_outputs(
-    variant: &str,
-    got: &BTreeMap<String, Tensor>,
-    want: &BTreeMap<String, Tensor>,
-) -> Result<f64, DemoError> {
-    crate::check::compare_outputs(got, want)
-        .map(|report| report.values().map(|c| c.max_abs_error).fold(0.0, f64::max))
-        .map_err(|e| match e {
-            crate::check::NumericsError::Differs {
-                output,
-                max_abs_error,
-                detail,
-                ..
-            } => DemoError::Mismatch {
-                variant: variant.to_string(),
-                output,
-                max_abs_error,
-                detail,
-            },
-            other => DemoError::Mismatch {
-                variant: variant.to_string(),
-                output: String::new(),
-                max_abs_error: f64::INFINITY,
-                detail: format!(": {other}"),
-            },
-        })
 }
 
 /// Every stage of the demo's program, from ONNX bytes to the optimized IR.
@@ -213,25 +142,72 @@ struct Pipeline {
     library: Program,
     /// Every operator expanded with its default ("pure") implementation.
     baseline: Program,
-    /// The baseline after the CPU optimization sequence.
+    /// The imported program after `std::cpu`.
     optimized: Program,
-    report: schedule::ScheduleReport,
+    /// The recipe's name and version.
+    recipe: String,
+    report: RunReport,
 }
+
+/// The standard recipe the demo runs.
+const CPU_RECIPE: &str = "std::cpu";
 
 fn pipeline(cfg: &EncoderConfig, seed: u64, checks: &Checks) -> Result<Pipeline, DemoError> {
     let bytes = encoder_model(cfg, seed);
     let library = import(&load_model(&bytes)?, &ImportOptions::default())?;
     let mut baseline = library.clone();
     expand_all(&mut baseline)?;
-    let mut optimized = baseline.clone();
-    let report = schedule::optimize(&mut optimized, checks)?;
+    let mut optimized = library.clone();
+    let recipe = cpu_recipe()?;
+    let report = optimize(&recipe, &mut optimized, checks, seed)?;
     Ok(Pipeline {
         bytes,
         library,
         baseline,
         optimized,
+        recipe: title(&recipe),
         report,
     })
+}
+
+/// `std::cpu`, loaded from the embedded standard library and checked.
+pub fn cpu_recipe() -> Result<Loaded, DemoError> {
+    let loaded = load_source(CPU_RECIPE, stdlib::source("cpu").unwrap_or_default(), None);
+    let errors: Vec<_> = (check(&loaded).into_iter())
+        .filter(|d| d.is_error())
+        .collect();
+    if errors.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(DemoError::Recipe(loaded.sources.render_plain(&errors)))
+    }
+}
+
+/// Runs the loaded recipe on `p` with `checks` on every step.
+pub fn optimize(
+    recipe: &Loaded,
+    p: &mut Program,
+    checks: &Checks,
+    seed: u64,
+) -> Result<RunReport, DemoError> {
+    let opts = RunOptions {
+        checks: checks.clone(),
+        measure: false,
+        seed,
+        ..RunOptions::default()
+    };
+    run_recipe(recipe, p, &opts).map_err(|e| {
+        let diagnostic = std::slice::from_ref(&e.diagnostic);
+        DemoError::Recipe(recipe.sources.render_plain(diagnostic))
+    })
+}
+
+/// `std::cpu 0.1.0`: the recipe's name and version, from its header.
+fn title(recipe: &Loaded) -> String {
+    match &recipe.root().ast.header {
+        Some(h) => format!("{} {}", h.name.value, h.version.value),
+        None => recipe.root().name.clone(),
+    }
 }
 
 /// The baseline and optimized programs for `cfg`, without compiling or timing (for tests and
@@ -240,7 +216,7 @@ pub fn programs(
     cfg: &EncoderConfig,
     seed: u64,
     checks: &Checks,
-) -> Result<(Program, Program, schedule::ScheduleReport), DemoError> {
+) -> Result<(Program, Program, RunReport), DemoError> {
     let p = pipeline(cfg, seed, checks)?;
     Ok((p.baseline, p.optimized, p.report))
 }

@@ -46,7 +46,7 @@
 
 mod error;
 mod expr;
-mod lex;
+pub(crate) mod lex;
 mod parse;
 mod print;
 mod values;

@@ -1,0 +1,219 @@
+//! The recipe commands: `dmove run` (a recipe on a model: optimized IR, C, lock and a report),
+//! `dmove check` (replay every locked entry and show where it drifted) and `dmove fmt`.
+//!
+//! What they share lives here: loading and checking a recipe with every diagnostic rendered
+//! (errors stop the command, warnings are shown and do not), the model's identity for the lock,
+//! and this layer's errors. A recipe's own problems are [`Diagnostic`]s rendered with their
+//! source through miette; this layer's errors only summarise what was already shown.
+
+pub mod bench;
+pub mod check;
+pub mod fmt;
+pub mod report;
+pub mod run;
+
+use super::{load_program, Bindings, CliError};
+use crate::ir::Program;
+use crate::recipe::lock::{self, LockEntry, LockError, ModelKey};
+use crate::recipe::modules::{load_file, load_source, Loaded};
+use crate::recipe::run::{RunOptions, RunReport};
+use crate::recipe::{Diagnostic, Sources};
+use crate::transform::engine::program_hash;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Errors of the recipe commands.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum RecipeError {
+    /// The recipe has errors; they were rendered above this message.
+    #[error("{} has {errors} error(s); nothing was run", path.display())]
+    #[diagnostic(code(dmove::cli::recipe_errors))]
+    Rejected { path: PathBuf, errors: usize },
+    /// The run failed; its diagnostic was rendered above this message.
+    #[error("the recipe failed on {model} after {steps} step(s)")]
+    #[diagnostic(code(dmove::cli::recipe_failed))]
+    Failed { model: String, steps: usize },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Lock(#[from] LockError),
+    /// `dmove check` found entries that no longer reproduce or could not run.
+    #[error("{failed} of {total} locked run(s) did not reproduce")]
+    #[diagnostic(
+        code(dmove::cli::drift),
+        help("if the change is intended, `dmove check --update` rewrites the lock")
+    )]
+    Drifted { failed: usize, total: usize },
+    /// `dmove fmt` could not format a file, or `--check` found unformatted files.
+    #[error("{0}")]
+    #[diagnostic(code(dmove::cli::fmt))]
+    Format(String),
+}
+
+/// Prints `diags` to standard error the way miette prints any error (warnings included),
+/// returning how many were errors.
+pub fn show(sources: &Sources, diags: &[Diagnostic]) -> usize {
+    for d in diags {
+        eprintln!("{:?}", miette::Report::new(sources.render(d)));
+    }
+    diags.iter().filter(|d| d.is_error()).count()
+}
+
+/// The prefix that names a standard module instead of a file: `dmove run std::cpu`.
+const STD: &str = "std::";
+
+/// `NAME` and its source when `path` is spelt `std::NAME`, names a standard module, and no
+/// file has that name (a file always wins, so a recipe can be called anything).
+pub fn std_module(path: &Path) -> Option<(&str, &'static str)> {
+    let name = path.to_str()?.strip_prefix(STD)?;
+    let source = crate::recipe::stdlib::source(name)?;
+    (!path.exists()).then_some((name, source))
+}
+
+/// A recipe file, or the embedded standard module `std::NAME` (see [`std_module`]).
+pub fn load(path: &Path) -> Loaded {
+    match std_module(path) {
+        Some((name, source)) => load_source(&format!("{STD}{name}"), source, None),
+        None => load_file(path),
+    }
+}
+
+/// A recipe that passed the checker, with the warnings it gave.
+pub struct Checked {
+    pub loaded: Loaded,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// The recipe at `path` (see [`load`]), loaded with its modules and checked (load errors
+/// included); every diagnostic is shown and any error stops the command.
+pub fn load_checked(path: &Path) -> Result<Checked, CliError> {
+    let loaded = load(path);
+    let diags = crate::recipe::check::check(&loaded);
+    let errors = show(&loaded.sources, &diags);
+    if errors > 0 {
+        return Err(RecipeError::Rejected {
+            path: path.to_path_buf(),
+            errors,
+        }
+        .into());
+    }
+    Ok(Checked {
+        loaded,
+        warnings: diags,
+    })
+}
+
+/// The recipe's header name, or the file's stem for a recipe without a header.
+pub fn recipe_name(l: &Loaded, path: &Path) -> String {
+    match &l.root().ast.header {
+        Some(h) => h.name.value.clone(),
+        None => (path.file_stem()).map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        ),
+    }
+}
+
+/// A model loaded for a lock entry: the program as imported, its bytes and its key.
+pub struct Model {
+    /// As given (for messages).
+    pub path: PathBuf,
+    pub program: Program,
+    pub bytes: Vec<u8>,
+    pub key: ModelKey,
+}
+
+/// Loads the model at `path` the way `dmove import` does, keyed for the lock at `lock_path`
+/// (`set`: the run's `--set` values, part of what the lock replays).
+pub fn load_model(
+    path: &Path,
+    bindings: &Bindings,
+    set: &BTreeMap<String, String>,
+    lock_path: &Path,
+) -> Result<Model, CliError> {
+    let bytes = std::fs::read(path).map_err(|source| CliError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let program = load_program(path, bindings)?;
+    let opts = bindings.import_options(None)?;
+    let key = ModelKey {
+        model: lock::relative_path(path, lock::dir_of(lock_path)),
+        model_sha256: lock::sha256_hex(&bytes),
+        dims: opts.dims,
+        shapes: opts.input_shapes,
+        as_written: bindings.as_written,
+        set: set.clone(),
+    };
+    Ok(Model {
+        path: path.to_path_buf(),
+        program,
+        bytes,
+        key,
+    })
+}
+
+/// What running a recipe on a model produced.
+pub struct Executed {
+    /// The program after the recipe.
+    pub program: Program,
+    pub report: RunReport,
+    /// The lock entry that records the run.
+    pub entry: LockEntry,
+}
+
+/// Runs the recipe on a copy of `model`'s program and records the entry for its lock. The
+/// run's warnings are shown; a failure shows its diagnostic (what happened before it is in
+/// the message: how many steps had applied).
+pub fn execute(l: &Loaded, model: &Model, opts: &RunOptions) -> Result<Executed, CliError> {
+    let mut program = model.program.clone();
+    match crate::recipe::run::run(l, &mut program, opts) {
+        Ok(report) => {
+            show(&l.sources, &report.warnings);
+            let entry = lock::entry(
+                model.key.clone(),
+                &report,
+                &l.sources,
+                program_hash(&program),
+            );
+            Ok(Executed {
+                program,
+                report,
+                entry,
+            })
+        }
+        Err(e) => {
+            show(&l.sources, &e.report.warnings);
+            show(&l.sources, std::slice::from_ref(&e.diagnostic));
+            Err(RecipeError::Failed {
+                model: model.path.display().to_string(),
+                steps: e.report.steps.len(),
+            }
+            .into())
+        }
+    }
+}
+
+/// The command-line bindings an entry was run with, to import its model the same way again.
+pub fn bindings_of(e: &LockEntry) -> Bindings {
+    Bindings {
+        dims: e.dims.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        shapes: (e.shapes.iter())
+            .map(|(k, dims)| format!("{k}={}", lock::shape_text(dims)))
+            .collect(),
+        as_written: e.as_written,
+    }
+}
+
+/// `--set k=v` pairs as a map (the interpreter reads each value as its parameter's type).
+pub fn parse_sets(pairs: &[String]) -> Result<BTreeMap<String, String>, CliError> {
+    let mut out = BTreeMap::new();
+    for s in pairs {
+        let (k, v) = super::split_binding(
+            s,
+            "parameter setting",
+            "write NAME=VALUE, e.g. --set tile=32 or --set cpu::tile=32",
+        )?;
+        out.insert(k, v.trim().to_string());
+    }
+    Ok(out)
+}

@@ -1,0 +1,167 @@
+//! `dmove run RECIPE --model M.onnx`: the user's main job. Imports the model, runs the checked
+//! recipe on it, and writes the optimized IR, the C (when the result is fully lowered) and the
+//! lock, then prints the one-screen report.
+
+use super::report::{self, Figure, Outputs, Report};
+use super::{execute, load_checked, load_model, parse_sets, recipe_name, std_module, RecipeError};
+use crate::cli::{is_onnx, print_json, write_output, Bindings, CliError};
+use crate::codegen::CodegenError;
+use crate::ir::text::print_exact;
+use crate::ir::Program;
+use crate::recipe::lock::{self, Lock};
+use crate::recipe::run::measure;
+use crate::recipe::run::RunOptions;
+use crate::transform::engine::Checks;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where outputs go without `-o`: a directory in the current one, like a build directory, so
+/// running a committed recipe does not write beside it (only its lock does).
+const DEFAULT_OUT: &str = "dmove-out";
+
+/// `dmove run`
+#[derive(Clone, Debug, clap::Args)]
+pub struct RunArgs {
+    /// The recipe: a `.recipe` file, or a standard module such as `std::cpu`.
+    #[arg(value_name = "RECIPE")]
+    pub recipe: PathBuf,
+    /// The model: an `.onnx` file, or textual IR (any other extension).
+    #[arg(long, value_name = "MODEL")]
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub bindings: Bindings,
+    /// Override a recipe parameter, e.g. `--set tile=32` (`--set cpu::tile=32` for a module's);
+    /// a parameter set here is not searched.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Directory for `optimized.ir`, `optimized.c` and `optimized.weights` (created if needed).
+    #[arg(short, long, value_name = "DIR", default_value = DEFAULT_OUT)]
+    pub output: PathBuf,
+    /// The lock file to write (default: `RECIPE.lock` beside the recipe; for a standard module,
+    /// `NAME.recipe.lock` in the current directory).
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Also time the baseline (no recipe), the optimized program and ONNX Runtime side by side.
+    #[arg(long)]
+    pub bench: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed of the random inputs used for numerics checks and benchmarks.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// The lock `dmove run` writes for `recipe` without `--lock`.
+pub fn default_lock(recipe: &Path) -> PathBuf {
+    match std_module(recipe) {
+        Some((name, _)) => PathBuf::from(format!("{}.recipe.lock", name.replace("::", "-"))),
+        None => lock::default_path(recipe),
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<(), CliError> {
+    let checked = load_checked(&args.recipe)?;
+    let loaded = &checked.loaded;
+    let set = parse_sets(&args.set)?;
+    let lock_path = args
+        .lock
+        .clone()
+        .unwrap_or_else(|| default_lock(&args.recipe));
+    let existing = Lock::read_if_exists(&lock_path).map_err(RecipeError::from)?;
+    let model = load_model(&args.model, &args.bindings, &set, &lock_path)?;
+    let opts = RunOptions {
+        checks: Checks::default(),
+        set,
+        fixed: BTreeMap::new(),
+        measure: true,
+        seed: args.seed,
+    };
+    let done = execute(loaded, &model, &opts)?;
+    let outputs = write_outputs(&args.output, &done.program, &lock_path)?;
+    let name = recipe_name(loaded, &args.recipe);
+    let final_hash = done.entry.final_hash.clone();
+    let lock = existing
+        .unwrap_or_else(|| Lock::new(&name, &loaded.hash()))
+        .updated(&name, &loaded.hash(), vec![done.entry]);
+    lock.write(&lock_path).map_err(RecipeError::from)?;
+    let bench = match (&outputs.c, args.bench) {
+        (Some(_), true) => {
+            let onnx = is_onnx(&args.model).then_some(model.bytes.as_slice());
+            Some(super::bench::side_by_side(
+                &model.program,
+                &done.program,
+                onnx,
+                args.seed,
+            )?)
+        }
+        (None, true) => {
+            eprintln!("not benchmarking: no C was generated");
+            None
+        }
+        (_, false) => None,
+    };
+    let sources = &loaded.sources;
+    let report = Report {
+        recipe: name,
+        version: (loaded.root().ast.header.as_ref()).map(|h| h.version.value.clone()),
+        model: args.model.display().to_string(),
+        model_sha256: model.key.model_sha256.clone(),
+        run: report::from_run(&done.report, &checked.warnings, sources),
+        dmd: Figure::new(measure::dmd(&model.program), measure::dmd(&done.program)),
+        bytes: Figure::new(
+            measure::bytes(&model.program),
+            measure::bytes(&done.program),
+        ),
+        final_hash,
+        outputs,
+        bench,
+    };
+    if args.json {
+        print_json(&report)
+    } else {
+        write_output(Path::new("-"), report.render().as_bytes())
+    }
+}
+
+/// Writes `optimized.ir` (exact, so it loads again), and when the program is fully lowered
+/// `optimized.c` with its weights file `optimized.weights` (the binary takes the weights path,
+/// a directory of `in<k>.bin` inputs, warm-up and timed run counts, and writes `out<k>.bin`).
+fn write_outputs(dir: &Path, p: &Program, lock: &Path) -> Result<Outputs, CliError> {
+    std::fs::create_dir_all(dir).map_err(|source| CliError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let ir = dir.join("optimized.ir");
+    write_output(&ir, print_exact(p).as_bytes())?;
+    let mut out = Outputs {
+        ir: ir.display().to_string(),
+        lock: lock.display().to_string(),
+        ..Outputs::default()
+    };
+    match crate::codegen::emit(p) {
+        Ok(c) => {
+            let (source, weights) = (dir.join("optimized.c"), dir.join("optimized.weights"));
+            write_output(&source, c.source.as_bytes())?;
+            write_output(&weights, &c.weights)?;
+            out.c = Some(source.display().to_string());
+            out.weights = Some(weights.display().to_string());
+        }
+        Err(CodegenError::NotLowered(nodes)) => {
+            out.c_skipped = Some(format!(
+                "{} operator(s) are not lowered \
+                 (the recipe should end with `apply Expand everywhere`)",
+                nodes.len()
+            ));
+        }
+        Err(CodegenError::UnboundSymbols(symbols)) => {
+            out.c_skipped = Some(format!(
+                "symbolic dimension(s) {} have no value \
+                 (bind them with `--dim NAME=VALUE` or `--shape`)",
+                symbols.join(", ")
+            ));
+        }
+        Err(other) => return Err(other.into()),
+    }
+    Ok(out)
+}

@@ -1,0 +1,27 @@
+//! The recipe language: files people keep in their repos that say how to optimize a model.
+//!
+//! The pipeline, one concept per module:
+//! `parse` (grammar/recipe.pest → [`ast`] with spans) → `modules` (load `use`d files and the
+//! embedded standard library) → `check` (every name, schema, capture and type, all errors at
+//! once) → `run` (the interpreter, calling the checked [`crate::Engine`] for every rewrite) →
+//! `lock` (what a run decided, replayed by `dmove check`). `format` prints a file canonically.
+//! Every finding is a [`Diagnostic`] with a span, rendered with its source by [`Sources`].
+
+pub mod ast;
+pub mod builtins;
+pub mod check;
+pub mod diag;
+pub mod format;
+pub mod lock;
+pub mod modules;
+pub mod parse;
+pub mod patterns;
+pub mod resolve;
+pub mod run;
+pub mod stdlib;
+
+pub use check::check;
+pub use diag::{Diagnostic, FileId, Severity, Sources, Span};
+pub use format::format;
+pub use modules::{load_file, load_source, Loaded, Module};
+pub use parse::parse;
