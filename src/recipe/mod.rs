@@ -25,3 +25,13 @@ pub use diag::{Diagnostic, FileId, Severity, Sources, Span};
 pub use format::format;
 pub use modules::{load_file, load_source, Loaded, Module};
 pub use parse::parse;
+
+/// What the fuzz target and its corpus replay run on one input: the formatter's laws (`None`
+/// when the text does not parse, `Err` when a law breaks) and, on every input, loading and the
+/// whole checker, which must answer with diagnostics and never panic.
+pub fn fuzz_one(text: &str) -> Option<Result<(), String>> {
+    let laws = format::check_laws(text);
+    let loaded = load_source("fuzz.recipe", text, None);
+    let _ = check(&loaded);
+    laws
+}
