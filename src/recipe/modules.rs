@@ -82,8 +82,7 @@ pub fn load_file(path: &Path) -> Loaded {
     match read(path) {
         Ok(text) => {
             let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-            let dir = canonical.parent().map(Path::to_path_buf);
-            loader.module(Key::File(canonical), name, &text, dir);
+            loader.module(Key::File(canonical), name, &text, Some(parent(path)));
         }
         Err(why) => {
             let file = loader.sources.add(name.clone(), "");
@@ -99,6 +98,28 @@ pub fn load_file(path: &Path) -> Loaded {
         }
     }
     loader.finish()
+}
+
+/// The directory `path` is in, as the user spelt it (so messages show the paths they typed; a
+/// bare file name is in `.`).
+fn parent(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `rel` read from `dir`, without the `.` components (`dir/./x` is shown as `dir/x`).
+fn relative_to(dir: &Path, rel: &str) -> PathBuf {
+    let joined = dir.join(rel);
+    let kept: PathBuf = (joined.components())
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect();
+    if kept.as_os_str().is_empty() {
+        joined
+    } else {
+        kept
+    }
 }
 
 /// Loads a recipe given as text (`name` is how messages call it); file `use`s are relative to
@@ -288,12 +309,11 @@ impl Loader {
                             self.modules[from].name
                         ))));
                 };
-                let tried = dir.join(&s.value);
+                let tried = relative_to(dir, &s.value);
                 match read(&tried) {
                     Ok(text) => {
                         let canonical = tried.canonicalize().unwrap_or_else(|_| tried.clone());
-                        let dir = canonical.parent().map(Path::to_path_buf);
-                        Ok((Key::File(canonical), s.value.clone(), text, dir))
+                        Ok((Key::File(canonical), s.value.clone(), text, Some(parent(&tried))))
                     }
                     Err(why) => Err(Box::new(error(format!("cannot read module \"{}\"", s.value))
                         .label("this module")
