@@ -35,6 +35,7 @@ mod search;
 pub use builder::{params, rank, uses, Cmp, Constraint, Measure, MeasureKind, PatternBuilder};
 pub use incremental::{Change, Matcher, UpdateStats};
 pub use pred::{NodeClass, Pred};
+pub(crate) use search::readers;
 pub use search::{explain, find_all, find_at, Mismatch};
 
 use crate::ir::NodeId;

@@ -22,19 +22,11 @@ impl Interp<'_> {
     /// Readers of what node `id` writes: an access node's consumers, or the consumers of the
     /// access nodes another node writes, each counted once.
     pub fn uses(&self, id: NodeId) -> usize {
-        let Some((g, idx)) = self.p.graph.locate(id) else {
-            return 0;
-        };
-        let outs: Vec<_> = match g.node(idx).kind {
-            NodeKind::Access(_) => vec![idx],
-            _ => (g.successors(idx))
-                .filter(|&t| matches!(g.node(t).kind, NodeKind::Access(_)))
-                .collect(),
-        };
-        let mut readers: Vec<_> = outs.iter().flat_map(|&a| g.successors(a)).collect();
-        readers.sort();
-        readers.dedup();
-        readers.len()
+        // The same count as a pattern's `uses(x)` constraint.
+        match self.p.graph.locate(id) {
+            Some((g, idx)) => crate::pattern::readers(g, idx),
+            None => 0,
+        }
     }
 
     /// `maps(…)`, `ops(…)`, `tasklets(…)` with their filters.
