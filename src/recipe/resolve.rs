@@ -23,8 +23,6 @@ pub enum Callee<'a> {
 }
 
 /// The rule, transformation or built-in `path` names, seen from `module`.
-// The shared contract returns a plain `Diagnostic`: resolution errors are rare and cold.
-#[allow(clippy::result_large_err)]
 pub fn callee<'a>(
     l: &'a Loaded,
     module: usize,
@@ -57,8 +55,6 @@ pub fn callee<'a>(
 }
 
 /// The pattern `path` names, seen from `module`: the module that declares it and the pattern.
-// The shared contract returns a plain `Diagnostic`: resolution errors are rare and cold.
-#[allow(clippy::result_large_err)]
 pub fn pattern<'a>(
     l: &'a Loaded,
     module: usize,
@@ -92,8 +88,6 @@ pub fn param<'a>(
 }
 
 /// The module whose items `path` refers to (following its alias segments) and the item name.
-// The shared contract returns a plain `Diagnostic`: resolution errors are rare and cold.
-#[allow(clippy::result_large_err)]
 pub fn owner<'p>(
     l: &Loaded,
     module: usize,

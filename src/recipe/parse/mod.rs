@@ -37,7 +37,6 @@ pub const SYNTAX: &str = "dmove::recipe::syntax";
 ///
 /// The diagnostic is returned by value, as every stage of the recipe pipeline does; inside, the
 /// builder passes it boxed so the deep recursion over expressions keeps small frames.
-#[allow(clippy::result_large_err)]
 pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostic> {
     parse_boxed(file, text).map_err(|d| *d)
 }

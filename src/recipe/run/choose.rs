@@ -19,13 +19,10 @@
 //! The lowest score wins, ties going to the first combination in domain order, and every
 //! candidate's values and score (or why it failed) is recorded in the [`Decision`].
 
-// Every recipe finding is a `Diagnostic` value (the shared contract); boxing it in each `Result`
-// would buy nothing on these cold paths.
-#![allow(clippy::result_large_err)]
-
+use super::domain::show_domain;
 use super::failure::Failure;
 use super::measure;
-use super::params::{show_domain, violation, ParamSpace, CODE};
+use super::params::{violation, ParamSpace, CODE};
 use super::value::{ParamValue, Value};
 use super::RunOptions;
 use crate::ir::Program;

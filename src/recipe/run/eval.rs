@@ -74,9 +74,6 @@ pub fn truth(v: &Value, span: Span) -> Flow<bool> {
 
 /// Evaluates an expression that may only refer to the names `names` knows (parameters, for
 /// defaults, domains and constraints): no program, no built-ins, no fields.
-// The shared contract returns the diagnostic by value (parameters are evaluated a few times per
-// run, not in a hot loop).
-#[allow(clippy::result_large_err)]
 pub fn eval_const(
     e: &ast::Expr,
     names: &dyn Fn(&ast::Path) -> Option<Value>,

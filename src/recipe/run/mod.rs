@@ -13,6 +13,7 @@
 pub mod apply;
 pub mod choose;
 pub mod describe;
+pub mod domain;
 pub mod env;
 pub mod eval;
 pub mod exec;
@@ -120,9 +121,6 @@ impl From<Diagnostic> for RunError {
 /// Runs the root recipe of `l` on `p` (see the module docs). On failure `p` holds every step
 /// committed before it (each refused step itself rolled back) and the error's report says what
 /// they were.
-// The shared contract returns whole diagnostics and reports by value: one per run, never in a
-// loop, so their size costs nothing worth an indirection for every caller.
-#[allow(clippy::result_large_err)]
 pub fn run(l: &Loaded, p: &mut Program, opts: &RunOptions) -> Result<RunReport, RunError> {
     let main = main_block(l)?;
     let (space, mut values) =
@@ -183,7 +181,6 @@ fn interp<'a>(
 }
 
 /// The root's `main`, or an error at the top of the file.
-#[allow(clippy::result_large_err)]
 fn main_block(l: &Loaded) -> Result<&ast::Block, RunError> {
     let root = l
         .modules
