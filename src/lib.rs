@@ -64,6 +64,7 @@ pub mod onnx;
 pub mod ops;
 pub mod pattern;
 pub mod recipe;
+pub mod script;
 pub mod transform;
 
 pub use codegen::{emit, Compiled};

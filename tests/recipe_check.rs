@@ -240,18 +240,14 @@ fn a_let_is_visible_only_after_it_and_inside_its_block() {
 }
 
 #[test]
-fn expression_calls_are_builtins_only() {
+fn expression_calls_are_builtins_or_script_functions() {
     let (d, text) = only(&recipe("", "print gelu(1)"), "dmove::recipe::unknown_name");
     assert_eq!(
         d.message,
         "no rule, transformation or function is named `gelu`"
     );
     assert_eq!(text, "gelu");
-    assert!(d
-        .help
-        .as_deref()
-        .unwrap()
-        .contains("Rhai functions are not supported yet"));
+    assert!(d.note.as_deref().unwrap().contains("a built-in function"));
     let (d, text) = only(
         &with_m("let v = Parallelize(m)"),
         "dmove::recipe::bad_argument",

@@ -72,6 +72,9 @@ pub struct LockEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LockedStep {
     pub transformation: String,
+    /// The hash of the script that declares the transformation (scripted ones only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
     pub site: Vec<NodeId>,
     pub params: Params,
     /// The rule that issued the step (`None` for `main` itself).
@@ -302,6 +305,7 @@ pub fn entry(
 fn locked_step(s: &RecordedStep, sources: &Sources) -> LockedStep {
     LockedStep {
         transformation: s.step.transformation.clone(),
+        script: s.step.script.clone(),
         site: s.step.site.clone(),
         params: s.step.params.clone(),
         rule: s.rule.clone(),

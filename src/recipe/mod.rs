@@ -22,6 +22,7 @@ pub mod parse;
 pub mod patterns;
 pub mod resolve;
 pub mod run;
+pub mod scripts;
 pub mod stdlib;
 
 pub use check::check;

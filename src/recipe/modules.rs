@@ -11,10 +11,12 @@
 
 use super::ast::{self, UseTarget};
 use super::diag::{Diagnostic, FileId, Sources, Span};
-use super::{parse, stdlib};
+use super::{parse, scripts, stdlib};
+use crate::script::{self, Script};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const MODULE: &str = "dmove::recipe::module";
 
@@ -30,6 +32,8 @@ pub struct Module {
     /// The directory file `use`s are relative to (`None` for standard modules and for a root
     /// given as text without one).
     pub dir: Option<PathBuf>,
+    /// The loaded script, for a `.rhai` module (its syntax tree is then empty).
+    pub script: Option<Arc<Script>>,
 }
 
 /// Every module of one recipe, `[0]` being the root.
@@ -75,8 +79,20 @@ impl Loaded {
     }
 }
 
-/// Loads the recipe at `path` and everything it uses.
+/// Loads the recipe at `path` and everything it uses. A script (`.rhai`) is loaded as the
+/// whole recipe: a wrapper whose `main` calls the script's `main()` ([`scripts::wrapper`]).
 pub fn load_file(path: &Path) -> Loaded {
+    if let Some(file_name) =
+        (path.file_name().and_then(|n| n.to_str())).filter(|n| scripts::is_script(n))
+    {
+        let stem = file_name.trim_end_matches(".rhai");
+        let name = format!("{} (run as a recipe)", path.display());
+        return load_source(
+            &name,
+            &scripts::wrapper(stem, file_name),
+            Some(&parent(path)),
+        );
+    }
     let mut loader = Loader::default();
     let name = path.display().to_string();
     match read(path) {
@@ -187,6 +203,7 @@ impl Loader {
             },
             uses: BTreeMap::new(),
             dir,
+            script: None,
         });
         self.modules.len() - 1
     }
@@ -194,8 +211,20 @@ impl Loader {
     /// Adds, parses and registers one module, then loads what it uses; returns its index.
     fn module(&mut self, key: Key, name: String, text: &str, dir: Option<PathBuf>) -> usize {
         let file = self.sources.add(name.clone(), text);
-        let index = self.push_empty(file, name, dir);
+        let is_script = match &key {
+            Key::File(path) => path.to_str().is_some_and(scripts::is_script),
+            Key::Std(name) => stdlib::script(name).is_some(),
+            Key::Root => false,
+        };
+        let index = self.push_empty(file, name.clone(), dir);
         self.keys.push(key);
+        if is_script {
+            match script::load(&name, text, script::Limits::default()) {
+                Ok(s) => self.modules[index].script = Some(s),
+                Err(e) => self.diagnostics.push(e.diagnostic(file, text)),
+            }
+            return index;
+        }
         match parse(file, text) {
             Ok(tree) => self.modules[index].ast = tree,
             Err(d) => {
@@ -281,7 +310,7 @@ impl Loader {
             UseTarget::Std(path) => {
                 let inner = std_name(path);
                 let name = format!("std::{inner}");
-                match stdlib::source(&inner) {
+                match stdlib::source(&inner).or_else(|| stdlib::script(&inner)) {
                     Some(text) => Ok((Key::Std(inner), name, text.to_string(), None)),
                     None => {
                         let known: Vec<&str> = stdlib::names().collect();
@@ -345,6 +374,7 @@ pub fn alias(u: &ast::Use) -> Option<ast::Ident> {
         UseTarget::File(s) => {
             let stem = Path::new(&s.value).file_stem()?.to_str()?;
             let stem = stem.strip_suffix(".recipe").unwrap_or(stem);
+            let stem = stem.strip_suffix(".rhai").unwrap_or(stem);
             Some(ast::Ident {
                 name: stem.to_string(),
                 span: s.span,

@@ -10,25 +10,69 @@ use super::ast;
 use super::builtins::{self, Builtin};
 use super::diag::Diagnostic;
 use super::modules::Loaded;
+use crate::script::Script;
 use crate::transform::{self, Transformation};
+use std::sync::Arc;
 
 pub const UNKNOWN_NAME: &str = "dmove::recipe::unknown_name";
 
 /// What a call refers to.
 #[derive(Clone, Copy)]
 pub enum Callee<'a> {
-    Rule { module: usize, rule: &'a ast::Rule },
+    Rule {
+        module: usize,
+        rule: &'a ast::Rule,
+    },
     Transformation(&'static dyn Transformation),
     Builtin(&'static Builtin),
+    /// A function of the script module `module` (`alias::name`).
+    Script {
+        module: usize,
+        script: &'a Arc<Script>,
+        name: &'a str,
+        arity: usize,
+    },
 }
 
 /// The rule, transformation or built-in `path` names, seen from `module`.
 pub fn callee<'a>(
     l: &'a Loaded,
     module: usize,
-    path: &ast::Path,
+    path: &'a ast::Path,
 ) -> Result<Callee<'a>, Diagnostic> {
     let (m, name) = owner(l, module, path)?;
+    if let Some(script) = l
+        .modules
+        .get(m)
+        .and_then(|x| x.script.as_ref())
+        .filter(|_| m != module)
+    {
+        let functions = script.functions();
+        return match functions.iter().find(|(f, _)| *f == name.name) {
+            Some((_, arity)) => Ok(Callee::Script {
+                module: m,
+                script,
+                name: &name.name,
+                arity: *arity,
+            }),
+            None => {
+                let names: Vec<String> = functions.into_iter().map(|(f, _)| f).collect();
+                Err(unknown(
+                    path,
+                    format!(
+                        "the script {} has no function `{}`",
+                        l.modules[m].name, name.name
+                    ),
+                    "not a function of the script",
+                    &names,
+                )
+                .note(match names.is_empty() {
+                    true => "the script defines no functions".to_string(),
+                    false => format!("its functions: {}", names.join(", ")),
+                }))
+            }
+        };
+    }
     if let Some(rule) = rules(l, m).find(|r| r.name.name == name.name) {
         return Ok(Callee::Rule { module: m, rule });
     }
@@ -50,7 +94,7 @@ pub fn callee<'a>(
     )
     .note(match path.segments.len() {
         1 => "a call names a rule of this file, a transformation of the registry (`dmove transforms` lists them) or a built-in function",
-        _ => "a qualified call names a rule of that module",
+        _ => "a qualified call names a rule of that module, or a function of that script",
     }))
 }
 
@@ -118,7 +162,7 @@ pub fn owner<'p>(
                 .label("not a module alias")
                 .note(listing);
                 return Err(with_suggestion(d, &alias.name, &known)
-                    .or_help("add `use std::NAME` or `use \"./FILE.recipe\" as NAME` at the top"));
+                    .or_help("add `use std::NAME`, `use \"./FILE.recipe\" as NAME` or `use \"./FILE.rhai\" as NAME` at the top"));
             }
         }
     }
@@ -209,8 +253,6 @@ pub fn suggest<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Opti
 pub trait HelpExt {
     /// Sets `help` unless one is there already.
     fn or_help(self, help: &str) -> Self;
-    /// Appends `more` to the help line (or sets it).
-    fn and_help(self, more: &str) -> Self;
 }
 
 impl HelpExt for Diagnostic {
@@ -220,14 +262,6 @@ impl HelpExt for Diagnostic {
         } else {
             self.help(help)
         }
-    }
-
-    fn and_help(self, more: &str) -> Self {
-        let help = match &self.help {
-            Some(h) => format!("{h} {more}"),
-            None => more.to_string(),
-        };
-        self.help(help)
     }
 }
 

@@ -8,6 +8,18 @@ const MODULES: &[(&str, &str)] = &[
     ("loops", include_str!("../../stdlib/loops.recipe")),
 ];
 
+/// `(module name, source)` of every standard script, alphabetically (`use std::NAME` loads
+/// `stdlib/NAME.rhai`).
+const SCRIPTS: &[(&str, &str)] = &[
+    ("interchange", include_str!("../../stdlib/interchange.rhai")),
+    ("tiles", include_str!("../../stdlib/tiles.rhai")),
+];
+
+/// The source of the standard script `std::NAME`.
+pub fn script(name: &str) -> Option<&'static str> {
+    SCRIPTS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
 /// The source of `std::NAME`.
 pub fn source(name: &str) -> Option<&'static str> {
     MODULES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
@@ -15,5 +27,5 @@ pub fn source(name: &str) -> Option<&'static str> {
 
 /// Names of the standard modules, for "did you mean".
 pub fn names() -> impl Iterator<Item = &'static str> {
-    MODULES.iter().map(|(n, _)| *n)
+    MODULES.iter().chain(SCRIPTS).map(|(n, _)| *n)
 }

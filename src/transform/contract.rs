@@ -43,6 +43,17 @@ pub struct NotApplicable {
     pub transformation: &'static str,
     pub node: NodeId,
     pub reason: String,
+    /// Set when a scripted transformation's own code failed (an error or a sandbox limit in
+    /// its check or rewrite): that is a fault in the script, never a silent "does not apply".
+    pub fault: Option<Box<ScriptFault>>,
+}
+
+/// Where a scripted transformation's code failed: the script (by content hash, so a caller
+/// that loaded it can find its text) and the position Rhai reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptFault {
+    pub script_hash: String,
+    pub error: crate::script::ScriptError,
 }
 
 /// The rewrite a plan runs: it returns the ids it rewrote.
@@ -118,28 +129,39 @@ pub trait Transformation: Sync {
     /// default, for a site of one role: every node of the role's class, outer scopes first; a
     /// transformation whose site has several roles lists its own.
     fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        match self.schema().site {
-            [role] => {
-                let mut v = Vec::new();
-                p.graph.walk(&mut |n| {
-                    if role.class.admits(&n.kind) {
-                        v.push(vec![n.id]);
-                    }
-                });
-                v
-            }
-            _ => Vec::new(),
-        }
+        role_candidates(self.schema(), p)
     }
 
     fn name(&self) -> &'static str {
         self.schema().name
+    }
+    /// The hash of the script that declares this transformation (`None` for built-ins), so a
+    /// trace or lock names the exact code behind each scripted step.
+    fn script_hash(&self) -> Option<&str> {
+        None
     }
     fn level(&self) -> Level {
         self.schema().level
     }
     fn doc(&self) -> &'static str {
         self.schema().doc
+    }
+}
+
+/// The default candidates of a schema: for a site of one role, every node of the role's class,
+/// outer scopes first; none for a site of several roles.
+pub fn role_candidates(schema: &Schema, p: &Program) -> Vec<Vec<NodeId>> {
+    match schema.site {
+        [role] => {
+            let mut v = Vec::new();
+            p.graph.walk(&mut |n| {
+                if role.class.admits(&n.kind) {
+                    v.push(vec![n.id]);
+                }
+            });
+            v
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -153,6 +175,7 @@ pub(crate) fn refuse(
         transformation: t.name(),
         node,
         reason: reason.into(),
+        fault: None,
     }
 }
 

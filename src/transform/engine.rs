@@ -147,6 +147,9 @@ impl Checks {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub transformation: String,
+    /// The hash of the script that declares the transformation (scripted ones only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
     pub site: Vec<NodeId>,
     /// Every parameter's value, defaults included.
     pub params: Params,
@@ -257,6 +260,12 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// Whether a scripted transformation's own code failed (an error or a sandbox limit): a
+    /// fault in the script, never an ordinary "does not apply".
+    pub fn is_script_fault(&self) -> bool {
+        matches!(self, Refusal::NotApplicable(na) if na.fault.is_some())
+    }
+
     /// The check layer that refused (`None` when the step was never tried: bad site, bad
     /// parameters, or a failed precondition).
     pub fn layer(&self) -> Option<Layer> {
@@ -351,6 +360,7 @@ impl Engine {
         let (added, removed, modified) = diff::compare(&before, &diff::fingerprints(p));
         Ok(Step {
             transformation: t.name().to_string(),
+            script: t.script_hash().map(str::to_string),
             site,
             params: args.to_params(),
             touched,
@@ -437,6 +447,15 @@ pub struct Planned {
     plan: super::Plan,
     args: Args,
     legality: Legality,
+}
+
+impl Planned {
+    /// Runs the rewrite as one part of an enclosing step (a scripted transformation composed
+    /// of others): no checks of its own, because the enclosing step's transaction checks the
+    /// whole rewrite and restores the program if any part of it fails.
+    pub fn run_within(self, p: &mut Program) -> Result<Vec<NodeId>, NotApplicable> {
+        self.plan.run(p)
+    }
 }
 
 /// Validates `site` and `params` against `t`'s schema and plans the rewrite, changing nothing.

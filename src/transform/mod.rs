@@ -32,13 +32,16 @@ mod site;
 mod support;
 
 pub use binding::{check_binding, site_of, sites, BindError, Binding};
-pub use contract::{Call, Legality, Level, NotApplicable, Plan, Schema, Transformation};
+pub use contract::{
+    role_candidates, Call, Legality, Level, NotApplicable, Plan, Schema, ScriptFault,
+    Transformation,
+};
 pub use explain::{explain, nearest, Explanation, Verdict};
 pub use layout::buffer_reuse::plan_buffers;
 pub use params::{
     parse_value, Args, Default, ListLen, ParamDecl, ParamError, ParamKind, ParamValue, Params,
 };
-pub use registry::{all, find, lookup, UnknownTransformation};
+pub use registry::{all, builtins, find, lookup, register, UnknownTransformation};
 pub use site::{check_site, NodeClass, Role, SiteError};
 
 pub(crate) use binding::builtin_sites;

@@ -311,6 +311,7 @@ impl Args {
             transformation: self.transformation,
             node: self.anchor,
             reason: format!("parameter `{name}` ({what}) has no value"),
+            fault: None,
         }
     }
 

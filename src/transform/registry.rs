@@ -1,4 +1,9 @@
-//! The registry: every built-in transformation, alphabetically, looked up by its one spelling.
+//! The registry: every built-in transformation, alphabetically, then the transformations the
+//! scripts loaded by this process declared, in load order; each looked up by its one spelling.
+//!
+//! Scripted transformations are process-wide because loading a script is what makes its
+//! transformations exist, for the engine, traces, locks and `dmove transforms` alike; a name is
+//! never registered twice, so a lookup always means one thing.
 
 use super::contract::Transformation;
 use super::expansion::expand::Expand;
@@ -20,9 +25,44 @@ use super::operator::{
     matmul_add_to_gemm::MatMulAddToGemm, pad_into_conv::PadIntoConv,
     reshape_elimination::ReshapeElimination, transpose_folding::TransposeFolding,
 };
+use std::sync::RwLock;
+
+/// Transformations declared by loaded scripts, in load order.
+static SCRIPTED: RwLock<Vec<&'static dyn Transformation>> = RwLock::new(Vec::new());
+
+fn scripted() -> Vec<&'static dyn Transformation> {
+    SCRIPTED.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Registers scripted transformations, all or none: a name already taken refuses them all.
+pub fn register(ts: &[&'static dyn Transformation]) -> Result<(), String> {
+    let mut v = SCRIPTED.write().unwrap_or_else(|e| e.into_inner());
+    for (i, t) in ts.iter().enumerate() {
+        let taken = builtins()
+            .iter()
+            .chain(v.iter())
+            .chain(&ts[..i])
+            .any(|x| x.name() == t.name());
+        if taken {
+            return Err(format!(
+                "a transformation named `{}` is already registered",
+                t.name()
+            ));
+        }
+    }
+    v.extend_from_slice(ts);
+    Ok(())
+}
+
+/// Every transformation: the built-ins in alphabetical order of name, then the scripted ones.
+pub fn all() -> Vec<&'static dyn Transformation> {
+    let mut v = builtins();
+    v.extend(scripted());
+    v
+}
 
 /// Every built-in transformation, in alphabetical order of name.
-pub fn all() -> Vec<&'static dyn Transformation> {
+pub fn builtins() -> Vec<&'static dyn Transformation> {
     vec![
         &BatchNormIntoConv,
         &BufferReuse,

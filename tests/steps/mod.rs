@@ -36,6 +36,7 @@ pub fn refused(p: &mut Program, name: &str, site: &[NodeId], ps: &Params, at: No
             transformation,
             node,
             reason,
+            ..
         }) => {
             assert_eq!(transformation, name);
             assert_eq!(node, at, "refused at the expected node: {reason}");

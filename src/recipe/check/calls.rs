@@ -8,10 +8,11 @@
 use super::types::{fits, value_word, Class, Ty, Want};
 use super::{Checker, Cx, Scope, BAD};
 use crate::recipe::ast::{self, ExprKind};
+use crate::recipe::builtins::Builtin;
 use crate::recipe::diag::{Diagnostic, Span};
 use crate::recipe::modules::Loaded;
 use crate::recipe::patterns::int;
-use crate::recipe::resolve::{self, with_suggestion, Callee, HelpExt, UNKNOWN_NAME};
+use crate::recipe::resolve::{self, with_suggestion, Callee, UNKNOWN_NAME};
 use crate::transform::{Default, ParamDecl, ParamKind, Schema, Transformation};
 use std::collections::BTreeMap;
 
@@ -54,6 +55,7 @@ impl<'a> Checker<'a> {
         match resolve::callee(self.l, cx.module, &call.callee) {
             Ok(Callee::Rule { module, rule }) => self.rule_call(cx, scope, call, module, rule),
             Ok(Callee::Transformation(t)) => self.transformation(cx, scope, call, t),
+            Ok(Callee::Script { arity, .. }) => self.script_call(cx, scope, call, arity),
             Ok(Callee::Builtin(b)) => {
                 self.builtin(cx, scope, call, b);
                 self.out.push(
@@ -89,10 +91,13 @@ impl<'a> Checker<'a> {
     ) -> Ty<'a> {
         let what = match resolve::callee(self.l, cx.module, &call.callee) {
             Ok(Callee::Builtin(b)) => return self.builtin(cx, scope, call, b),
+            Ok(Callee::Script { arity, .. }) => {
+                self.script_call(cx, scope, call, arity);
+                return Ty::Unknown;
+            }
             Ok(Callee::Rule { .. }) => "a rule",
             Ok(Callee::Transformation(_)) => "a transformation",
             Err(d) => {
-                let d = d.and_help("Rhai functions are not supported yet.");
                 self.report(cx.module, &call.callee, d);
                 self.args(cx, scope, call);
                 return Ty::Unknown;
@@ -496,17 +501,16 @@ impl<'a> Checker<'a> {
                     self.want(span, &Want::Ty(ty), &found, &what);
                 }
             }
-            Ok(Callee::Builtin(b)) => self.out.push(
-                Diagnostic::error(
-                    BAD,
-                    target.span,
-                    format!(
-                        "`{}` is a built-in function; `apply` runs a rule or transformation",
-                        b.name
-                    ),
+            Ok(Callee::Builtin(&Builtin { name, .. }) | Callee::Script { name, .. }) => {
+                self.out.push(
+                    Diagnostic::error(
+                        BAD,
+                        target.span,
+                        format!("`{name}` is a function; `apply` runs a rule or transformation"),
+                    )
+                    .label("not a rule or transformation"),
                 )
-                .label("not a rule or transformation"),
-            ),
+            }
             Err(mut d) => {
                 if resolve::pattern(self.l, cx.module, target).is_ok() {
                     d = d.label("a pattern, not a rule").help(format!(

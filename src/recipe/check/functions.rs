@@ -13,6 +13,43 @@ use crate::recipe::resolve::{self, with_suggestion, UNKNOWN_NAME};
 /// The schedule names a `schedule = …` filter accepts.
 const SCHEDULES: [&str; 4] = ["sequential", "parallel", "vector", "unrolled"];
 
+impl<'a> Checker<'a> {
+    /// A call of a script function: its arguments are checked as expressions and counted
+    /// (a script function's parameters are untyped, so its result is unknown).
+    pub(super) fn script_call(
+        &mut self,
+        cx: Cx<'a>,
+        scope: &Scope<'a>,
+        call: &'a ast::Call,
+        arity: usize,
+    ) {
+        self.args(cx, scope, call);
+        if let Some(a) = call.args.iter().find(|a| a.name.is_some()) {
+            self.out.push(
+                Diagnostic::error(
+                    BAD,
+                    a.span,
+                    "script functions take positional arguments only",
+                )
+                .label("a named argument"),
+            );
+        } else if call.args.len() != arity {
+            self.out.push(
+                Diagnostic::error(
+                    BAD,
+                    call.span,
+                    format!(
+                        "`{}` takes {arity} argument(s), {} given",
+                        call.callee.text(),
+                        call.args.len()
+                    ),
+                )
+                .label("wrong number of arguments"),
+            );
+        }
+    }
+}
+
 /// What an argument named `name` (in [`builtins::BUILTINS`]) must be.
 fn want(name: &str) -> Want<'static> {
     match name {

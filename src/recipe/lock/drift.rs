@@ -39,8 +39,8 @@ pub enum Drift {
     /// The first step that differs, 1-based (`None`: that side has no step there).
     Step {
         number: usize,
-        locked: Option<LockedStep>,
-        now: Option<LockedStep>,
+        locked: Option<Box<LockedStep>>,
+        now: Option<Box<LockedStep>>,
     },
     StepCount {
         locked: usize,
@@ -85,8 +85,8 @@ pub fn compare(locked: &LockEntry, now: &LockEntry) -> Vec<Drift> {
     if let Some(i) = (0..steps).find(|&i| !same_step(locked.steps.get(i), now.steps.get(i))) {
         out.push(Drift::Step {
             number: i + 1,
-            locked: locked.steps.get(i).cloned(),
-            now: now.steps.get(i).cloned(),
+            locked: locked.steps.get(i).cloned().map(Box::new),
+            now: now.steps.get(i).cloned().map(Box::new),
         });
     }
     if locked.steps.len() != now.steps.len() {

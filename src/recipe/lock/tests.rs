@@ -4,6 +4,7 @@ use crate::transform::ParamValue as TValue;
 
 fn step(t: &str, site: u32, tiles: i64, rule: Option<&str>, line: usize, hash: &str) -> LockedStep {
     LockedStep {
+        script: None,
         transformation: t.to_string(),
         site: vec![NodeId(site)],
         params: Params::from([("tiles".to_string(), TValue::Ints(vec![tiles, 0]))]),

@@ -48,6 +48,12 @@ impl Interp<'_> {
                 self.enter_rule(module, rule, bound, call.span)
             }
             Callee::Builtin(b) => self.builtin(b, call).map(|_| ()),
+            Callee::Script {
+                module,
+                script,
+                name,
+                ..
+            } => self.script_call(module, script, name, call).map(|_| ()),
         }
     }
 
@@ -185,6 +191,10 @@ impl Interp<'_> {
         r: &Refusal,
         span: Span,
     ) -> Failure {
+        // A fault in a scripted transformation's own code is definite wherever it happens.
+        if let Some(d) = crate::recipe::scripts::fault(self.l, r, span) {
+            return Failure::definite(d);
+        }
         let at = match site {
             [] => refusal_node(r).map_or("its candidates".into(), |n| describe(self.p, n)),
             _ => describe_all(self.p, site),

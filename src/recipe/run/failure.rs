@@ -119,6 +119,7 @@ mod tests {
             transformation: "MapTiling",
             node: NodeId(3),
             reason: "no".into(),
+            fault: None,
         });
         assert_eq!(classify(&na), RefusalKind::NotApplicable);
         let race = Refusal::Race {

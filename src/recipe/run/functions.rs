@@ -82,6 +82,21 @@ impl Scope for Interp<'_> {
     fn call(&mut self, call: &ast::Call) -> Flow<Value> {
         match resolve::callee(self.l, self.env.module, &call.callee)? {
             Callee::Builtin(b) => self.builtin(b, call),
+            Callee::Script {
+                module,
+                script,
+                name,
+                ..
+            } => self
+                .script_call(module, script, name, call)?
+                .ok_or_else(|| {
+                    runtime(
+                        call.span,
+                        format!(
+                            "the script function `{name}` returned nothing; a value is needed here"
+                        ),
+                    )
+                }),
             Callee::Rule { .. } | Callee::Transformation(_) => Err(runtime(
                 call.span,
                 format!(

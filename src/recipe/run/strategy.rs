@@ -72,16 +72,21 @@ impl Interp<'_> {
                     ApplyMode::Everywhere(_) => self.rule_everywhere(&r),
                 }
             }
-            Callee::Builtin(b) => Err(Failure::definite(bad(
-                target.span,
-                format!(
-                    "`{}` is a function; `apply` takes a rule or a transformation",
-                    b.name
-                ),
-            ))),
+            Callee::Builtin(b) => Err(not_applicable_function(target, b.name)),
+            Callee::Script { name, .. } => Err(not_applicable_function(target, name)),
         }
     }
+}
 
+/// `apply f …` where `f` is a function (built-in or scripted).
+fn not_applicable_function(target: &ast::Path, name: &str) -> Failure {
+    Failure::definite(bad(
+        target.span,
+        format!("`{name}` is a function; `apply` takes a rule or a transformation"),
+    ))
+}
+
+impl Interp<'_> {
     fn apply_transformation(
         &mut self,
         t: &'static dyn Transformation,
@@ -123,6 +128,9 @@ impl Interp<'_> {
                                 }
                                 Err(r) => Err(self.refused(t, &site, &none, &r, span)),
                             };
+                        }
+                        Err(r) if r.is_script_fault() => {
+                            return Err(self.refused(t, &site, &none, &r, span))
                         }
                         Err(r) => {
                             first_reason.get_or_insert_with(|| {

@@ -43,7 +43,8 @@ pub enum StopReason {
 #[derive(Clone, Debug)]
 pub struct Repeated {
     pub steps: Vec<Step>,
-    /// Sites whose preconditions held but whose rewrite was refused (and rolled back).
+    /// Sites whose preconditions held but whose rewrite was refused (and rolled back), and a
+    /// scripted transformation's fault, which ends the repetition.
     pub refused: Vec<Refusal>,
     /// Why each remaining candidate was skipped on the last look (when the stop is a fixpoint,
     /// the reasons the transformation applies nowhere else).
@@ -86,14 +87,24 @@ impl Engine {
                 }
                 match self.plan(p, t, &site, params) {
                     Ok(planned) => {
-                        next = Some(planned);
+                        next = Some(Ok(planned));
+                        break;
+                    }
+                    // A script that fails fails everywhere: stop rather than retry each site.
+                    Err(why) if why.is_script_fault() => {
+                        next = Some(Err(why));
                         break;
                     }
                     Err(why) => skipped.push(why),
                 }
             }
-            let Some(planned) = next else {
-                break StopReason::Fixpoint;
+            let planned = match next {
+                Some(Ok(planned)) => planned,
+                Some(Err(fault)) => {
+                    refused.push(fault);
+                    break StopReason::Fixpoint;
+                }
+                None => break StopReason::Fixpoint,
             };
             let site = planned.site.clone();
             match self.commit(p, t, planned) {

@@ -47,6 +47,18 @@ pub enum ReplayError {
         transformation: String,
         refusal: Box<Refusal>,
     },
+    #[error(
+        "step {step} ({transformation}) was recorded with {} and the loaded one is {}",
+        script_words(recorded),
+        script_words(loaded)
+    )]
+    #[diagnostic(help("load the script the trace was recorded with (its hash is in the trace), or record the trace again"))]
+    ScriptChanged {
+        step: usize,
+        transformation: String,
+        recorded: Option<String>,
+        loaded: Option<String>,
+    },
     #[error("step {step} ({transformation}) diverged: the program hashes to {found} after it, the trace recorded {expected}")]
     Diverged {
         step: usize,
@@ -54,6 +66,14 @@ pub enum ReplayError {
         expected: String,
         found: String,
     },
+}
+
+/// `the script sha256:0123abcd…` or `the built-in`.
+fn script_words(hash: &Option<String>) -> String {
+    match hash {
+        Some(h) => format!("the script {}…", &h[..h.len().min(12)]),
+        None => "the built-in".to_string(),
+    }
 }
 
 impl Trace {
@@ -115,6 +135,14 @@ pub fn replay(p: &mut Program, trace: &Trace) -> Result<Vec<Step>, ReplayError> 
                 transformation: transformation.clone(),
             }
         })?;
+        if t.script_hash() != recorded.script.as_deref() {
+            return Err(ReplayError::ScriptChanged {
+                step,
+                transformation,
+                recorded: recorded.script.clone(),
+                loaded: t.script_hash().map(str::to_string),
+            });
+        }
         engine.checks = Checks {
             lowered: recorded.lowered(),
             ..Checks::default()
