@@ -4,6 +4,10 @@
 
 #[path = "cli/apply.rs"]
 mod apply;
+#[path = "cli/conformance.rs"]
+mod conformance;
+#[path = "conformance/cases.rs"]
+mod conformance_cases;
 #[path = "cli/demo.rs"]
 mod demo;
 #[path = "cli/help.rs"]

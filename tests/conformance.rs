@@ -1,84 +1,20 @@
-//! The conformance runner on hand-made cases in the official layout: a passing case (through the
-//! interpreter and the generated C), wrong expected values, an unknown operator, a promised but
-//! possibly unimplemented one, a corrupt model, and the manifest check of the CLI.
+//! The conformance runner on hand-made cases in the official layout (`conformance/cases.rs`): a
+//! passing case (through the interpreter and the generated C), wrong expected values, an
+//! unknown operator, a promised but possibly unimplemented one, a corrupt model, inputs bound or
+//! specialised from the data, and the suite run in worker processes under a time limit. The
+//! command line's streaming output and manifest check are in `tests/cli/conformance.rs`.
 
-use dmove::conformance::{run_case, run_suite, Options, Stage, Status};
+#[path = "conformance/cases.rs"]
+mod cases;
+
+use cases::{relu_x, slow_case, suite, write_case, write_data_set, x};
+use dmove::conformance::{run_case, run_suite, select, Options, Stage, Status, Worker};
 use dmove::ir::Tensor;
 use dmove::onnx::proto::tensor_proto::DataType;
-use dmove::onnx::proto::{type_proto, TensorProto};
-use dmove::onnx::tensor::code_of;
+use dmove::onnx::proto::type_proto;
 use dmove::onnx::ModelBuilder;
 use prost::Message;
-use std::path::Path;
-use std::process::Command;
-
-fn tensor_pb(name: &str, t: &Tensor) -> Vec<u8> {
-    TensorProto {
-        name: Some(name.into()),
-        dims: t.shape.iter().map(|d| *d as i64).collect(),
-        data_type: Some(code_of(t.dtype()) as i32),
-        raw_data: Some(t.to_le_bytes()),
-        ..TensorProto::default()
-    }
-    .encode_to_vec()
-}
-
-/// Writes a case: `model`, then input and output tensors in signature order.
-fn write_case(root: &Path, name: &str, model: &[u8], inputs: &[Tensor], outputs: &[Tensor]) {
-    let data = root.join(name).join("test_data_set_0");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::write(root.join(name).join("model.onnx"), model).expect("model");
-    for (k, t) in inputs.iter().enumerate() {
-        std::fs::write(data.join(format!("input_{k}.pb")), tensor_pb("x", t)).expect("input");
-    }
-    for (k, t) in outputs.iter().enumerate() {
-        std::fs::write(data.join(format!("output_{k}.pb")), tensor_pb("y", t)).expect("output");
-    }
-}
-
-/// `y = relu(x)` over a symbolic batch, bound by the case's input shape.
-fn relu_model(op: &str) -> Vec<u8> {
-    ModelBuilder::new("relu", 17)
-        .input("x", ["N", "3"])
-        .node(op, &["x"], &["y"], vec![])
-        .output("y", ["N", "3"])
-        .encode()
-}
-
-fn x() -> Tensor {
-    Tensor::f32(vec![2, 3], vec![-1.0, 2.0, -3.0, 4.0, -5.0, 6.0])
-}
-
-fn relu_x() -> Tensor {
-    Tensor::f32(vec![2, 3], vec![0.0, 2.0, 0.0, 4.0, 0.0, 6.0])
-}
-
-fn suite(root: &Path) {
-    write_case(
-        root,
-        "test_relu_ok",
-        &relu_model("Relu"),
-        &[x()],
-        &[relu_x()],
-    );
-    let mut wrong = relu_x();
-    wrong.set_f64(3, 4.5);
-    write_case(
-        root,
-        "test_relu_wrong",
-        &relu_model("Relu"),
-        &[x()],
-        &[wrong],
-    );
-    write_case(
-        root,
-        "test_made_up",
-        &relu_model("MadeUpOp"),
-        &[x()],
-        &[relu_x()],
-    );
-    write_case(root, "test_corrupt", b"\x08\xff\xff", &[x()], &[relu_x()]);
-}
+use std::time::{Duration, Instant};
 
 #[test]
 fn statuses_stages_and_errors_are_reported_per_case() {
@@ -162,66 +98,105 @@ fn structure_deciding_inputs_are_specialised_and_reported() {
     assert!(plain.specialised_inputs.is_empty(), "{plain:?}");
 }
 
+/// The dmove binary in its worker mode, as `dmove conformance` runs each case.
+fn options() -> Options {
+    Options {
+        c: false,
+        ..Options::new(Worker::dmove(env!("CARGO_BIN_EXE_dmove")))
+    }
+}
+
 #[test]
 fn suite_filters_and_sorts_cases() {
     let dir = tempfile::tempdir().expect("tempdir");
     suite(dir.path());
     let opts = Options {
         filter: Some("relu".into()),
-        c: false,
         jobs: 2,
+        ..options()
     };
-    let report = run_suite(dir.path(), &opts, &|_| {}).expect("runs");
+    let cases = select(dir.path(), opts.filter.as_deref()).expect("cases");
+    let seen = std::sync::Mutex::new(Vec::new());
+    let report = run_suite(&cases, &opts, &|c| {
+        seen.lock().expect("lock").push(c.name.clone());
+    });
     let names: Vec<&str> = report.cases.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["test_relu_ok", "test_relu_wrong"]);
     assert_eq!((report.summary.passed, report.summary.failed), (1, 1));
-    assert!(run_suite(&dir.path().join("absent"), &opts, &|_| {}).is_err());
+    assert_eq!(
+        seen.into_inner().expect("lock").len(),
+        2,
+        "each result is seen as it finishes"
+    );
+    assert!(select(&dir.path().join("absent"), None).is_err());
+    assert!(select(dir.path(), Some("nothing matches")).is_ok_and(|c| c.is_empty()));
 }
 
+/// A case still running at its time limit is stopped and reported as a timeout (where it was:
+/// the interpreter), counted apart from failures and unsupported cases; the run goes on.
 #[test]
-fn cli_json_manifest_writing_and_regressions() {
+fn a_case_over_its_time_limit_is_a_timeout_and_the_run_continues() {
     let dir = tempfile::tempdir().expect("tempdir");
     suite(dir.path());
-    let manifest = dir.path().join("expected_pass.txt");
-    let dmove = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_dmove"))
-            .arg("conformance")
-            .arg(dir.path())
-            .args(["--no-c"])
-            .args(args)
-            .output()
-            .expect("runs")
+    slow_case(dir.path(), "test_slow");
+    let opts = Options {
+        timeout: Duration::from_secs(2),
+        ..options()
     };
-    let out = dmove(&[
-        "--json",
-        "--write-manifest",
-        manifest.to_str().expect("utf-8"),
-    ]);
+    let start = Instant::now();
+    let report = run_suite(&select(dir.path(), None).expect("cases"), &opts, &|_| {});
+    assert!(start.elapsed() < Duration::from_secs(30), "{report:?}");
+    let slow = report
+        .cases
+        .iter()
+        .find(|c| c.name == "test_slow")
+        .expect("ran");
+    assert_eq!(slow.status, Status::Timeout, "{slow:?}");
+    assert_eq!(slow.stage, Some(Stage::Interpreter));
+    assert!(slow.seconds >= 2.0 && slow.seconds < 10.0, "{slow:?}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        slow.listed,
+        "Expand, MatMul and ReduceSum are promised operators"
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(json["summary"]["passed"], 1);
-    assert_eq!(json["summary"]["failed"], 2);
-    assert_eq!(json["summary"]["unsupported"], 1);
-    assert_eq!(json["cases"][3]["name"], "test_relu_wrong");
-    assert_eq!(json["cases"][3]["stage"], "interpreter");
-    let written = std::fs::read_to_string(&manifest).expect("manifest");
-    assert!(written.lines().any(|l| l == "test_relu_ok"));
-    assert!(!written.contains("test_relu_wrong"));
+    let s = report.summary;
+    assert_eq!(
+        (s.cases, s.passed, s.failed, s.unsupported, s.timeout),
+        (5, 1, 2, 1, 1)
+    );
+    assert_eq!(s.supported(), 4);
+}
 
-    let path = manifest.to_str().expect("utf-8");
-    assert!(dmove(&["--manifest", path]).status.success());
-    std::fs::write(&manifest, "test_relu_ok\ntest_relu_wrong\n").expect("write");
-    let out = dmove(&["--manifest", path]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("test_relu_wrong (fail)") && !err.contains("test_relu_ok ("),
-        "{err}"
+/// Symbolic (`N`) and `-1` input dimensions are bound from each data set's tensors, so one
+/// model runs at two batch sizes, through the interpreter and the generated C.
+#[test]
+fn symbolic_and_negative_input_dims_are_bound_from_the_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = ModelBuilder::new("relu", 17)
+        .input("x", ["N", "-1"])
+        .node("Relu", &["x"], &["y"], vec![])
+        .output("y", ["N", "-1"])
+        .encode();
+    write_case(dir.path(), "test_relu_dynamic", &model, &[x()], &[relu_x()]);
+    let wide = Tensor::f32(vec![1, 4], vec![-1.0, 0.5, 2.0, -8.0]);
+    let mut relu_wide = Tensor::f32(vec![1, 4], vec![0.0, 0.5, 2.0, 0.0]);
+    let case = dir.path().join("test_relu_dynamic");
+    write_data_set(
+        dir.path(),
+        "test_relu_dynamic",
+        1,
+        std::slice::from_ref(&wide),
+        std::slice::from_ref(&relu_wide),
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("1 passed, 2 failed, 1 unsupported"), "{text}");
+    let r = run_case(&case, true);
+    assert_eq!(r.status, Status::Pass, "{r:?}");
+    assert_eq!(r.max_error, Some(0.0));
+    assert!(r.specialised_inputs.is_empty(), "{r:?}");
+    relu_wide.set_f64(0, 1.0);
+    write_data_set(dir.path(), "test_relu_dynamic", 1, &[wide], &[relu_wide]);
+    let r = run_case(&case, false);
+    assert_eq!(
+        r.status,
+        Status::Fail,
+        "the second data set really runs: {r:?}"
+    );
 }

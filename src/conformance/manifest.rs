@@ -2,7 +2,8 @@
 //! runs the suite against it and fails on any listed case that does not pass.
 
 use super::{Report, Status};
-use std::collections::BTreeSet;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Why a manifest could not be read or written.
@@ -65,25 +66,53 @@ pub fn write(path: &Path, report: &Report) -> Result<(), ManifestError> {
     })
 }
 
-/// Listed cases that did not pass, with their status (`missing` when the run did not include
-/// them). Only cases whose name contains `filter` are checked, so a filtered run checks its part.
-pub fn regressions(
-    report: &Report,
-    expected: &BTreeSet<String>,
-    filter: Option<&str>,
-) -> Vec<(String, String)> {
-    expected
+/// What a run says about the manifest. Only listed cases the run could have run are checked:
+/// a filtered run checks its part and says how many it left out, and a listed case the filter
+/// selects but the directory lacks is reported as missing (it could not show a regression, and
+/// its absence must not pass for "no regression").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Listed cases that ran.
+    pub checked: usize,
+    /// Listed cases that ran and did not pass (a timeout included), with their status.
+    pub regressions: Vec<(String, Status)>,
+    /// Listed cases the filter selects that are not in the suite's directory.
+    pub missing: Vec<String>,
+    /// Listed cases the filter leaves out (neither run nor checked).
+    pub not_selected: usize,
+}
+
+impl Check {
+    /// Whether every listed case the run selected ran and passed.
+    pub fn holds(&self) -> bool {
+        self.regressions.is_empty() && self.missing.is_empty()
+    }
+}
+
+/// Checks `report` (the run of every case of a directory whose name contains `filter`) against
+/// the `expected` case names.
+pub fn check(report: &Report, expected: &BTreeSet<String>, filter: Option<&str>) -> Check {
+    let ran: BTreeMap<&str, Status> = report
+        .cases
         .iter()
-        .filter(|name| filter.is_none_or(|f| name.contains(f)))
-        .filter_map(|name| {
-            match report.cases.iter().find(|c| &c.name == name) {
-                Some(c) if c.status == Status::Pass => None,
-                Some(c) => Some(format!("{:?}", c.status).to_lowercase()),
-                None => Some("missing".to_string()),
+        .map(|c| (c.name.as_str(), c.status))
+        .collect();
+    let mut out = Check::default();
+    for name in expected {
+        if !filter.is_none_or(|f| name.contains(f)) {
+            out.not_selected += 1;
+            continue;
+        }
+        match ran.get(name.as_str()) {
+            Some(Status::Pass) => out.checked += 1,
+            Some(&status) => {
+                out.checked += 1;
+                out.regressions.push((name.clone(), status));
             }
-            .map(|status| (name.clone(), status))
-        })
-        .collect()
+            None => out.missing.push(name.clone()),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -105,25 +134,67 @@ mod tests {
     }
 
     #[test]
-    fn manifest_round_trips_and_reports_regressions() {
+    fn manifest_round_trips() {
         let report = Report::new(vec![
             case("test_b", Status::Pass),
             case("test_a", Status::Pass),
             case("test_c", Status::Fail),
         ]);
-        let text = render(&report);
         assert_eq!(
-            parse(&text),
+            parse(&render(&report)),
             BTreeSet::from(["test_a".to_string(), "test_b".to_string()])
         );
-        let expected = parse("test_a  # comment\ntest_c\n\ntest_gone\n");
         assert_eq!(
-            regressions(&report, &expected, None),
+            parse("test_a  # comment\n\n  # only a comment\ntest_c\n"),
+            BTreeSet::from(["test_a".to_string(), "test_c".to_string()])
+        );
+    }
+
+    #[test]
+    fn every_listed_case_that_ran_and_did_not_pass_is_a_regression() {
+        let report = Report::new(vec![
+            case("test_a", Status::Pass),
+            case("test_c", Status::Fail),
+            case("test_d", Status::Timeout),
+            case("test_e", Status::Unsupported),
+            case("test_unlisted", Status::Fail),
+        ]);
+        let expected = parse("test_a\ntest_c\ntest_d\ntest_e\ntest_gone\n");
+        let c = check(&report, &expected, None);
+        assert_eq!(c.checked, 4);
+        assert_eq!(
+            c.regressions,
             [
-                ("test_c".to_string(), "fail".to_string()),
-                ("test_gone".to_string(), "missing".to_string())
+                ("test_c".to_string(), Status::Fail),
+                ("test_d".to_string(), Status::Timeout),
+                ("test_e".to_string(), Status::Unsupported),
             ]
         );
-        assert!(regressions(&report, &expected, Some("_a")).is_empty());
+        assert_eq!(c.missing, ["test_gone"]);
+        assert_eq!(c.not_selected, 0);
+        assert!(!c.holds());
+    }
+
+    /// `--filter test_gemm` ran 11 cases: it checks the listed ones among them and says how
+    /// many listed cases it left out, instead of claiming the whole manifest.
+    #[test]
+    fn a_filtered_run_checks_only_what_it_selected() {
+        let report = Report::new(vec![
+            case("test_gemm_alpha", Status::Pass),
+            case("test_gemm_beta", Status::Pass),
+            case("test_gemm_unlisted", Status::Fail),
+        ]);
+        let expected = parse("test_gemm_alpha\ntest_gemm_beta\ntest_relu\ntest_abs\n");
+        let c = check(&report, &expected, Some("test_gemm"));
+        assert_eq!((c.checked, c.not_selected), (2, 2));
+        assert!(c.holds(), "{c:?}");
+        let gone = parse("test_gemm_alpha\ntest_gemm_gone\n");
+        let c = check(&report, &gone, Some("gemm"));
+        assert_eq!(
+            (c.checked, c.missing.as_slice()),
+            (1, ["test_gemm_gone".to_string()].as_slice())
+        );
+        assert!(!c.holds());
+        assert!(check(&report, &gone, Some("relu")).holds());
     }
 }

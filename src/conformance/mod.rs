@@ -5,20 +5,24 @@
 //!
 //! A case is **unsupported** only when a node uses an operator that dmove neither implements
 //! nor promises (the list of issue 3, [`REQUIRED_OPS`]); a case whose operators are all
-//! implemented or promised **fails** when anything goes wrong, whatever the stage. Each case
-//! runs under `catch_unwind`, so a bug in one case is reported as that case's failure instead of
-//! aborting the run.
+//! implemented or promised **fails** when anything goes wrong, whatever the stage, and one that
+//! exceeds its time limit is a **timeout**. [`run_suite`] runs each case in its own process
+//! ([`worker`]), so a runaway case is stopped and a crash is that case's failure; inside the
+//! process the case runs under `catch_unwind`, so a panic is reported with its stage.
 
 mod case;
 pub mod manifest;
 mod run;
+pub mod worker;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
-pub use run::run_case;
+pub use run::{run_case, run_case_observed};
+pub use worker::Worker;
 
 /// The operators dmove promises to support (issue 3, item 1): a case that uses only these (and
 /// operators implemented besides) counts as failed, never as unsupported, when it does not pass.
@@ -38,16 +42,30 @@ pub const REQUIRED_OPS: &[&str] = &[
 ];
 
 /// Outcome of one case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
     Fail,
     Unsupported,
+    /// Stopped at the time limit: never a pass, and not unsupported either (its operators are
+    /// all implemented; it only did not finish).
+    Timeout,
 }
 
-/// Where a failing case went wrong.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Unsupported => "unsupported",
+            Status::Timeout => "timeout",
+        })
+    }
+}
+
+/// Where a failing case went wrong (or was when its time ran out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stage {
     /// Reading the model or the test data.
@@ -76,14 +94,14 @@ impl std::fmt::Display for Stage {
     }
 }
 
-/// The result of one case, as printed and as serialized by `--json`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The result of one case, as printed and as serialized by `--json` (and by the worker).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
     pub name: String,
     pub status: Status,
     /// Largest absolute error over every compared output (the failing one for a failure).
     pub max_error: Option<f64>,
-    /// The failing stage; `None` unless the case failed.
+    /// The failing stage (the running one for a timeout); `None` unless the case failed.
     pub stage: Option<Stage>,
     /// Why the case failed or is unsupported.
     pub message: Option<String>,
@@ -91,7 +109,7 @@ pub struct CaseResult {
     pub listed: bool,
     /// Graph inputs turned into constants from the test data (they decide shapes or loop
     /// structure, which dmove fixes at import and expansion time).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub specialised_inputs: Vec<String>,
     /// Wall time of the case.
     pub seconds: f64,
@@ -100,12 +118,44 @@ pub struct CaseResult {
 /// Counts per status.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
+    pub cases: usize,
     pub passed: usize,
     pub failed: usize,
     pub unsupported: usize,
+    pub timeout: usize,
     /// Cases using only [`REQUIRED_OPS`], and how many of them pass.
     pub listed: usize,
     pub listed_passed: usize,
+}
+
+impl Summary {
+    /// The counts of `cases`.
+    pub fn of<'a>(cases: impl IntoIterator<Item = &'a CaseResult>) -> Summary {
+        let mut s = Summary::default();
+        for c in cases {
+            s.add(c);
+        }
+        s
+    }
+
+    /// Counts one more case (the command line keeps running counts for its progress line).
+    pub fn add(&mut self, c: &CaseResult) {
+        self.cases += 1;
+        *match c.status {
+            Status::Pass => &mut self.passed,
+            Status::Fail => &mut self.failed,
+            Status::Unsupported => &mut self.unsupported,
+            Status::Timeout => &mut self.timeout,
+        } += 1;
+        self.listed += usize::from(c.listed);
+        self.listed_passed += usize::from(c.listed && c.status == Status::Pass);
+    }
+
+    /// Cases whose operators dmove implements: everything but the unsupported ones (a timeout
+    /// is supported and did not pass).
+    pub fn supported(&self) -> usize {
+        self.passed + self.failed + self.timeout
+    }
 }
 
 /// The whole run, in case-name order.
@@ -118,22 +168,18 @@ pub struct Report {
 impl Report {
     pub fn new(mut cases: Vec<CaseResult>) -> Report {
         cases.sort_by(|a, b| a.name.cmp(&b.name));
-        let count = |s: Status| cases.iter().filter(|c| c.status == s).count();
         Report {
-            summary: Summary {
-                passed: count(Status::Pass),
-                failed: count(Status::Fail),
-                unsupported: count(Status::Unsupported),
-                listed: cases.iter().filter(|c| c.listed).count(),
-                listed_passed: cases
-                    .iter()
-                    .filter(|c| c.listed && c.status == Status::Pass)
-                    .count(),
-            },
+            summary: Summary::of(&cases),
             cases,
         }
     }
 }
+
+/// The time limit of a case unless the user gives one: well above the slowest case CI runs
+/// (`light_shufflenet` through the naive lowering took 115 s of wall time on two cores shared
+/// by several jobs), so a loaded machine does not turn it into a regression, and short enough
+/// that a runaway case costs minutes, not the run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How to run the suite.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,14 +190,21 @@ pub struct Options {
     pub c: bool,
     /// Cases run at once. Each compile is single-threaded, so this bounds the cores used.
     pub jobs: usize,
+    /// The wall time a case may take, import to last comparison (see [`worker`]).
+    pub timeout: Duration,
+    /// The process that runs each case.
+    pub worker: Worker,
 }
 
-impl Default for Options {
-    fn default() -> Self {
+impl Options {
+    /// One case at a time, with C, under [`DEFAULT_TIMEOUT`].
+    pub fn new(worker: Worker) -> Options {
         Options {
             filter: None,
             c: true,
             jobs: 1,
+            timeout: DEFAULT_TIMEOUT,
+            worker,
         }
     }
 }
@@ -200,31 +253,28 @@ pub fn case_name(dir: &Path) -> String {
         .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
 }
 
-/// Runs every case under `dir` that passes the filter, `opts.jobs` at a time; `done` sees each
-/// result as it finishes (for progress output).
-pub fn run_suite(
-    dir: &Path,
-    opts: &Options,
-    done: &(dyn Fn(&CaseResult) + Sync),
-) -> Result<Report, ConformanceError> {
+/// The case directories under `dir` whose name contains `filter`, sorted by name.
+pub fn select(dir: &Path, filter: Option<&str>) -> Result<Vec<PathBuf>, ConformanceError> {
     let cases: Vec<PathBuf> = discover(dir)?
         .into_iter()
-        .filter(|c| {
-            opts.filter
-                .as_deref()
-                .is_none_or(|f| case_name(c).contains(f))
-        })
+        .filter(|c| filter.is_none_or(|f| case_name(c).contains(f)))
         .collect();
-    if cases.is_empty() && opts.filter.is_none() {
+    if cases.is_empty() && filter.is_none() {
         return Err(ConformanceError::NoCases(dir.to_path_buf()));
     }
+    Ok(cases)
+}
+
+/// Runs `cases` (from [`select`]), `opts.jobs` at a time, each in its own worker process under
+/// `opts.timeout`; `done` sees each result as it finishes (the command line streams them).
+pub fn run_suite(cases: &[PathBuf], opts: &Options, done: &(dyn Fn(&CaseResult) + Sync)) -> Report {
     let next = AtomicUsize::new(0);
     let results = Mutex::new(Vec::with_capacity(cases.len()));
     std::thread::scope(|s| {
         for _ in 0..opts.jobs.clamp(1, cases.len().max(1)) {
             s.spawn(|| {
                 while let Some(case) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let result = run_case(case, opts.c);
+                    let result = worker::run_isolated(&opts.worker, case, opts.c, opts.timeout);
                     done(&result);
                     results
                         .lock()
@@ -234,9 +284,9 @@ pub fn run_suite(
             });
         }
     });
-    Ok(Report::new(
+    Report::new(
         results
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
-    ))
+    )
 }

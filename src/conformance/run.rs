@@ -10,6 +10,7 @@ use crate::ir::validate::validate;
 use crate::ir::{DType, Program, Tensor};
 use crate::onnx::idioms::{require_bound_inputs, IMPORTER_HANDLED};
 use crate::onnx::load::is_default_domain;
+use crate::onnx::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::onnx::proto::type_proto::Value as TypeValue;
 use crate::onnx::proto::{GraphProto, ModelProto};
 use crate::onnx::tensor::{dtype_of, encode_tensor};
@@ -59,8 +60,18 @@ enum Outcome {
 /// Runs the case in `dir` (with the generated C when `c`), never panicking: a panic inside the
 /// library is reported as a failure of the stage that was running.
 pub fn run_case(dir: &Path, c: bool) -> CaseResult {
+    run_case_observed(dir, c, &|_| {})
+}
+
+/// [`run_case`], telling `entered` each stage as the case enters it (the worker process
+/// reports them, so a case stopped by its time limit says where it was).
+pub fn run_case_observed(dir: &Path, c: bool, entered: &dyn Fn(Stage)) -> CaseResult {
     let start = Instant::now();
-    let stage = Cell::new(Stage::Load);
+    let stage = StageCell {
+        current: Cell::new(Stage::Load),
+        entered,
+    };
+    entered(Stage::Load);
     let outcome = catch_unwind(AssertUnwindSafe(|| evaluate(dir, c, &stage)));
     let mut specialised_inputs = Vec::new();
     let (status, max_error, stage, message) = match outcome {
@@ -86,13 +97,36 @@ pub fn run_case(dir: &Path, c: bool) -> CaseResult {
         max_error,
         stage,
         message,
-        listed: read_model(dir).is_ok_and(|m| only_listed_ops(&m)),
+        listed: uses_only_required_ops(dir),
         specialised_inputs,
         seconds: start.elapsed().as_secs_f64(),
     }
 }
 
-fn evaluate(dir: &Path, c: bool, stage: &Cell<Stage>) -> Result<Outcome, Failure> {
+/// The stage a case is in, announced to an observer on every change.
+struct StageCell<'a> {
+    current: Cell<Stage>,
+    entered: &'a dyn Fn(Stage),
+}
+
+impl StageCell<'_> {
+    fn set(&self, stage: Stage) {
+        if self.current.replace(stage) != stage {
+            (self.entered)(stage);
+        }
+    }
+
+    fn get(&self) -> Stage {
+        self.current.get()
+    }
+}
+
+/// Whether the case in `dir` uses only [`REQUIRED_OPS`] (false when its model cannot be read).
+pub fn uses_only_required_ops(dir: &Path) -> bool {
+    read_model(dir).is_ok_and(|m| only_listed_ops(&m))
+}
+
+fn evaluate(dir: &Path, c: bool, stage: &StageCell) -> Result<Outcome, Failure> {
     let model = read_model(dir)?;
     let missing = unsupported_ops(&model);
     if !missing.is_empty() {
@@ -269,7 +303,7 @@ fn prepare(
     dir: &Path,
     set: &DataSet,
     c: bool,
-    stage: &Cell<Stage>,
+    stage: &StageCell,
 ) -> Result<Prepared, Failure> {
     let graph = model
         .graph
@@ -346,6 +380,7 @@ fn import_specialised(
     if let Some(g) = specialised.graph.as_mut() {
         g.initializer
             .extend(constant.iter().map(|(name, t)| encode_tensor(name, t)));
+        unknown_negative_dims(g);
     }
     let opts = ImportOptions {
         input_shapes: inputs
@@ -356,6 +391,29 @@ fn import_specialised(
         ..ImportOptions::default()
     };
     import(&specialised, &opts).map_err(at(Stage::Import))
+}
+
+/// Marks the `-1` dimensions of the graph's declared types (inputs, outputs, intermediate
+/// values) as unknown, as the exporters that write them (Paddle, TensorFlow) mean them: the
+/// importer then takes an input's from the data set's shape like any unnamed dimension, and
+/// checks an output's against nothing.
+fn unknown_negative_dims(graph: &mut GraphProto) {
+    let declared = graph
+        .input
+        .iter_mut()
+        .chain(&mut graph.output)
+        .chain(&mut graph.value_info);
+    for value in declared {
+        let Some(TypeValue::TensorType(t)) = value.r#type.as_mut().and_then(|t| t.value.as_mut())
+        else {
+            continue;
+        };
+        for dim in t.shape.iter_mut().flat_map(|s| &mut s.dim) {
+            if matches!(dim.value, Some(DimValue::DimValue(v)) if v < 0) {
+                dim.value = None;
+            }
+        }
+    }
 }
 
 /// Every operator expanded, the result validated, every input dimension bound.
