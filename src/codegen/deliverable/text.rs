@@ -6,6 +6,7 @@
 
 use crate::codegen::compile::{FLAGS, LIBS};
 use crate::codegen::emit::POSIX_LEVEL;
+use crate::codegen::expr::ctype;
 use crate::codegen::names::comment_text;
 use crate::codegen::run::describe;
 use crate::codegen::{CArg, CProgram};
@@ -13,6 +14,9 @@ use crate::codegen::{CArg, CProgram};
 pub(super) const SOURCE: &str = "model.c";
 pub(super) const HEADER: &str = "model.h";
 pub(super) const WEIGHTS: &str = "model.weights";
+/// How elements without a C type of their own are passed (`expr::ctype`).
+const STORAGE: &str =
+    "f16, bf16 and float8 elements are bit patterns, bool is one byte (0 or 1), 4-bit integers one per byte";
 /// The harness binary and the static library the Makefile builds.
 const BINARY: &str = "model";
 const LIBRARY: &str = "libmodel.a";
@@ -63,7 +67,8 @@ pub(super) fn header(p: &CProgram, origin: &str) -> String {
         s.push_str(&format!(" *   {line}\n"));
     }
     s.push_str(&format!(
-        " * Not reentrant (calls share the working buffers). OpenMP threads: OMP_NUM_THREADS. */\n\
+        " * {STORAGE}.\n\
+         \x20* Not reentrant (calls share the working buffers). OpenMP threads: OMP_NUM_THREADS. */\n\
          {};\n\n\
          /* Releases what dm_init allocated. */\n\
          void dm_free(void);\n\n",
@@ -111,6 +116,29 @@ pub(super) fn makefile(threads: usize) -> String {
     )
 }
 
+/// A complete use of the three entry points with arrays of the right types and sizes.
+fn example_call(p: &CProgram) -> String {
+    let mut s = String::new();
+    let mut names = Vec::new();
+    for (role, list) in [("INPUT", &p.inputs), ("OUTPUT", &p.outputs)] {
+        for (k, a) in list.iter().enumerate() {
+            s.push_str(&format!(
+                "static {} {}[DM_{role}{k}_ELEMENTS];\n",
+                ctype(a.dtype),
+                a.cname
+            ));
+            names.push(a.cname.as_str());
+        }
+    }
+    s.push_str(&format!(
+        "\ndm_init(\"{WEIGHTS}\");   /* once */\n\
+         dm_run({});          /* inputs, then outputs */\n\
+         dm_free();\n",
+        names.join(", ")
+    ));
+    s
+}
+
 /// `README.md`: how to build, run and call the model, its arguments and the weights layout.
 pub(super) fn readme(p: &CProgram, origin: &str, threads: usize) -> String {
     let mut s = format!(
@@ -133,14 +161,13 @@ pub(super) fn readme(p: &CProgram, origin: &str, threads: usize) -> String {
          {}).\n\n\
          ## Call it from C\n\n\
          ```c\n#include \"{HEADER}\"\n\n\
-         dm_init(\"{WEIGHTS}\");   /* once */\n\
-         dm_run(/* inputs, then outputs */);\n\
-         dm_free();\n```\n\n\
+         {call}```\n\n\
          ```sh\ncc -O3 -fopenmp your_program.c {LIBRARY} -lm\n```\n\n\
          `dm_run` takes one pointer per input, then one per output, each a dense row-major \
-         array the caller allocates:\n\n",
+         array the caller allocates ({STORAGE}):\n\n",
         comment_text(origin),
         threads,
+        call = example_call(p),
     );
     for line in args(p) {
         s.push_str(&format!("- {line}\n"));
