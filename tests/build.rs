@@ -146,6 +146,14 @@ int main(void) {
 }
 "#;
 
+/// [`build_and_check`] for a model built in memory.
+fn build_encoded(model: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("model.onnx");
+    std::fs::write(&path, model).expect("write the model");
+    build_and_check(&path, &[])
+}
+
 #[test]
 fn the_mlp_builds_and_matches_the_interpreter() {
     let ran = build_and_check(&fixture("mlp.onnx"), &[]);
@@ -196,10 +204,7 @@ fn hostile_tensor_names_build() {
         )
         .node("Relu", &[h], &[y], vec![])
         .encode();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("evil.onnx");
-    std::fs::write(&path, model).expect("write the model");
-    let ran = build_and_check(&path, &[]);
+    let ran = build_encoded(&model);
     let header = std::fs::read_to_string(ran.path().join("model.h")).expect("header");
     let comment_ends = header.matches("*/").count();
     assert_eq!(comment_ends, header.matches("/*").count(), "{header}");
@@ -222,10 +227,7 @@ fn generated_narrow_and_integer_inputs_match() {
         .node("Cast", &["i"], &["if"], vec![("to", AttrValue::Int(FLOAT))])
         .node("Add", &["hf", "if"], &["y"], vec![])
         .encode();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("typed.onnx");
-    std::fs::write(&path, model).expect("write the model");
-    let ran = build_and_check(&path, &[]);
+    let ran = build_encoded(&model);
     let source = std::fs::read_to_string(ran.path().join("model.c")).expect("source");
     assert!(source.contains("dm_enc_f16(") && !source.contains("dm_enc_bf16("));
     let ints = std::fs::read(ran.path().join("io/in1.bin")).expect("generated");
