@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use dmove::cli::analyze::{self, AnalyzeArgs};
 use dmove::cli::apply::{self, ApplyArgs};
+use dmove::cli::build::{self, BuildArgs};
 use dmove::cli::commands::{self, DemoArgs, EmitCArgs, ImportArgs};
 use dmove::cli::conformance::{self, ConformanceArgs};
 use dmove::cli::matching::{self, MatchArgs};
@@ -51,6 +52,9 @@ enum Command {
     Analyze(AnalyzeArgs),
     /// Lower a model completely and print the generated C.
     C(EmitCArgs),
+    /// Write a directory to ship: the C (optimized by `--recipe`), its weights, a header, a
+    /// Makefile, a harness and a README.
+    Build(BuildArgs),
     /// Run the ONNX backend test cases in DIR (from `scripts/onnx_node_tests.py`) through the
     /// interpreter and the generated C.
     Conformance(ConformanceArgs),
@@ -68,6 +72,7 @@ fn run(cli: Cli) -> miette::Result<()> {
         Command::Match(args) => matching::run(&args),
         Command::Analyze(args) => analyze::analyze(&args),
         Command::C(args) => commands::emit_c(&args),
+        Command::Build(args) => build::build(&args),
         Command::Conformance(args) => conformance::conformance(&args),
     };
     result.map_err(miette::Report::new)

@@ -626,3 +626,32 @@ fn integer_containers_keep_their_values() {
     );
     assert_close(&out["F"], &[big as f32 * 0.5, -3.5, 2.0], &[3]);
 }
+
+/// Every helper the generated C defines is called: the MLP's C has no float8 or atomic helper
+/// (it has neither), and none of the integer helpers it does not use.
+#[test]
+fn only_helpers_the_code_calls_are_emitted() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mlp.onnx");
+    let mut p = dmove::import_file(&path, &dmove::ImportOptions::default()).expect("imports");
+    dmove::expand_all(&mut p).expect("expands");
+    let source = emit(&p).expect("emits").source;
+    assert!(
+        !source.contains("dm_atomic") && !source.contains("dm_fdec"),
+        "{source}"
+    );
+    let defined: Vec<&str> = source
+        .lines()
+        .filter(|l| l.starts_with("static") && l.contains('('))
+        .filter_map(|l| l.split('(').next()?.rsplit([' ', '*']).next())
+        .filter(|name| name.starts_with("dm_"))
+        .collect();
+    assert!(defined.contains(&"dm_alloc"), "{defined:?}");
+    for name in defined {
+        let whole_word = |(at, _): &(usize, &str)| {
+            let next = source[at + name.len()..].chars().next();
+            !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let uses = source.match_indices(name).filter(whole_word).count();
+        assert!(uses >= 2, "{name} is defined but never used");
+    }
+}

@@ -9,7 +9,7 @@ use crate::ir::text::{print, print_exact};
 use crate::ir::validate::validate;
 use crate::ops::expand::expand_all;
 use crate::transform::engine::{Layer, Step};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `dmove demo`
 #[derive(Clone, Debug, clap::Args)]
@@ -215,9 +215,15 @@ pub struct EmitCArgs {
 
 /// `dmove c`: the generated C for a model (lowered completely first).
 pub fn emit_c(args: &EmitCArgs) -> Result<(), CliError> {
-    let mut p = load_program(&args.model, &args.bindings)?;
+    let c = crate::codegen::emit(&lowered(&args.model, &args.bindings)?)?;
+    write_output(output_path(args.output.as_deref()), c.source.as_bytes())
+}
+
+/// The model at `path` with every input dimension bound and every operator expanded: what code
+/// generation takes when no recipe chose the implementations (`dmove c`, `dmove build`).
+pub(crate) fn lowered(path: &Path, bindings: &Bindings) -> Result<crate::ir::Program, CliError> {
+    let mut p = load_program(path, bindings)?;
     crate::onnx::idioms::require_bound_inputs(&p)?;
     expand_all(&mut p)?;
-    let c = crate::codegen::emit(&p)?;
-    write_output(output_path(args.output.as_deref()), c.source.as_bytes())
+    Ok(p)
 }

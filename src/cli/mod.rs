@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod apply;
+pub mod build;
 pub mod commands;
 pub mod conformance;
 pub mod matching;
@@ -92,6 +93,9 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Codegen(#[from] crate::codegen::CodegenError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Deliverable(#[from] crate::codegen::DeliverableError),
     #[error(transparent)]
     Expand(#[from] crate::ops::expand::ExpandError),
     #[error(transparent)]

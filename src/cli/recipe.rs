@@ -18,7 +18,7 @@ use crate::recipe::lock::{self, LockEntry, LockError, ModelKey};
 use crate::recipe::modules::{load_file, load_source, Loaded};
 use crate::recipe::run::{RunOptions, RunReport};
 use crate::recipe::{Diagnostic, Sources};
-use crate::transform::engine::program_hash;
+use crate::transform::engine::{program_hash, Checks};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -201,6 +201,18 @@ pub fn bindings_of(e: &LockEntry) -> Bindings {
             .map(|(k, dims)| format!("{k}={}", lock::shape_text(dims)))
             .collect(),
         as_written: e.as_written,
+    }
+}
+
+/// The options of a user's run of a recipe (`dmove run`, `dmove build`): every check, time
+/// measured for `time()` and bench searches, nothing replayed from a lock.
+pub fn user_run(set: BTreeMap<String, String>, seed: u64) -> RunOptions {
+    RunOptions {
+        checks: Checks::default(),
+        set,
+        fixed: BTreeMap::new(),
+        measure: true,
+        seed,
     }
 }
 

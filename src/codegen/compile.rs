@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Flags for every build: optimise for this machine, OpenMP on, FMA contraction allowed.
-const FLAGS: &[&str] = &["-O3", "-march=native", "-fopenmp", "-std=c11"];
+pub(crate) const FLAGS: &[&str] = &["-O3", "-march=native", "-fopenmp", "-std=c11"];
 /// Linked after the source, where the linker needs libraries.
-const LIBS: &[&str] = &["-lm"];
+pub(crate) const LIBS: &[&str] = &["-lm"];
 /// Lines of compiler output kept in an error.
 const STDERR_LINES: usize = 30;
 

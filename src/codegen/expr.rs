@@ -1,7 +1,7 @@
 //! Printing symbolic integer expressions and tasklet expressions as C.
 //!
 //! Every compound sub-expression is parenthesised, so C precedence never changes the meaning.
-//! Integer arithmetic is `int64_t`; floor division, modulo, min and max go through helpers
+//! Integer arithmetic is `int64_t`; floor division, modulo, min and max go through helpers (`helpers`)
 //! because C's `/` and `%` truncate towards zero while the IR's floor towards −∞. Tasklet values
 //! are computed in the tasklet's compute type ([`Precision`]): `float` arithmetic and the `f`
 //! libm functions for `f32` tasklets, `double` and the plain ones for `f64` tasklets, exactly as
@@ -14,94 +14,8 @@
 //! wrap-around of negative indices belongs to the operator's expansion, not here.
 
 use super::emit::DataInfo;
-use crate::ir::scalar::{FloatFormat, Special};
 use crate::ir::{BinOp, DType, Dim, Precision, Subset, SymExpr, TExpr, UnOp};
 use std::collections::BTreeMap;
-
-/// Integer and min/max helpers every generated program starts with.
-pub(crate) const HELPERS: &str = r#"static inline int64_t dm_floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-static inline int64_t dm_mod(int64_t a, int64_t b) {
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-static inline int64_t dm_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t dm_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t dm_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
-"#;
-
-/// Narrow float formats are stored as bit patterns and computed in `float` through these
-/// helpers, which implement exactly `ir::scalar::FloatFormat::{decode, encode}` (the format is
-/// given by its exponent and mantissa widths, bias, special-value kind and largest finite
-/// value); `dm_to_i64` and `dm_to_u64` are the integer stores of `ir::scalar::to_int`:
-/// saturating like Rust's `as` (NaN to 0) where a plain C cast would be undefined.
-pub(crate) const NARROW_HELPERS: &str = r#"static inline float dm_fdec(uint32_t b, int eb, int mb, int bias, int special) {
-    uint32_t sign = 1u << (eb + mb), top = (1u << eb) - 1, mones = (1u << mb) - 1;
-    uint32_t field = (b >> mb) & top, man = b & mones;
-    int nan = special == 0 ? (field == top && man != 0)
-            : special == 1 ? (field == top && man == mones) : b == sign;
-    if (nan) return NAN;
-    double mag;
-    if (special == 0 && field == top) mag = INFINITY;
-    else if (field == 0) mag = ldexp((double)man, 1 - bias - mb);
-    else mag = ldexp((double)((1u << mb) | man), (int)field - bias - mb);
-    return (float)((b & sign) ? -mag : mag);
-}
-static inline uint32_t dm_fenc(float x, int eb, int mb, int bias, int special, double maxf) {
-    uint32_t sign = signbit(x) ? 1u << (eb + mb) : 0, top = (1u << eb) - 1, mones = (1u << mb) - 1;
-    uint32_t nanv = special == 0 ? (sign | (top << mb) | (1u << (mb - 1)))
-                  : special == 1 ? (sign | (top << mb) | mones) : 1u << (eb + mb);
-    if (isnan(x)) return nanv;
-    uint32_t over = special == 0 ? (sign | (top << mb)) : nanv;
-    uint32_t zero = special == 2 ? 0 : sign;
-    double a = fabs((double)x);
-    if (isinf(a)) return over;
-    if (a == 0.0) return zero;
-    int e = ilogb(a);
-    if (e < 1 - bias) e = 1 - bias;
-    double r = ldexp(nearbyint(ldexp(a, mb - e)), e - mb);
-    if (r > maxf) return over;
-    if (r == 0.0) return zero;
-    e = ilogb(r);
-    if (e < 1 - bias) return sign | (uint32_t)ldexp(r, mb - 1 + bias);
-    return sign | ((uint32_t)(e + bias) << mb) | ((uint32_t)ldexp(r, mb - e) - (1u << mb));
-}
-static inline int64_t dm_to_i64(double x) {
-    if (x != x) return 0;
-    if (x >= 9223372036854775807.0) return INT64_MAX;
-    if (x <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)x;
-}
-static inline uint64_t dm_to_u64(double x) {
-    if (x >= 18446744073709551615.0) return UINT64_MAX;
-    return x >= 9223372036854775808.0 ? (uint64_t)x : (uint64_t)dm_to_i64(x);
-}
-"#;
-
-/// `dm_dec_<t>` / `dm_enc_<t>` for every narrow float dtype, over [`NARROW_HELPERS`].
-pub(crate) fn narrow_format_helpers() -> String {
-    let mut out = String::new();
-    for d in DType::ALL {
-        let Some(f) = FloatFormat::of(d) else {
-            continue;
-        };
-        let special = match f.special {
-            Special::Ieee => 0,
-            Special::Finite => 1,
-            Special::FiniteUnsignedZero => 2,
-        };
-        let (t, tag) = (ctype(d), tag(d));
-        let args = format!("{}, {}, {}, {special}", f.exp_bits, f.man_bits, f.bias);
-        out.push_str(&format!(
-            "static inline float dm_dec_{tag}({t} b) {{ return dm_fdec(b, {args}); }}\n\
-             static inline {t} dm_enc_{tag}(float x) {{ return ({t})dm_fenc(x, {args}, {}); }}\n",
-            double_literal(f.max_finite())
-        ));
-    }
-    out
-}
 
 /// The C element type of a dtype (`bool` is stored as one byte, 0 or 1; narrow floats as their
 /// bit patterns; 4-bit integers one per byte).
@@ -232,7 +146,7 @@ pub(crate) fn from_compute(value: &str, d: DType, p: Precision) -> String {
 }
 
 /// An exact double-precision literal (shortest round-trip form, which C parses back exactly).
-fn double_literal(v: f64) -> String {
+pub(crate) fn double_literal(v: f64) -> String {
     if v.is_nan() {
         "NAN".to_string()
     } else if v.is_infinite() {

@@ -11,15 +11,18 @@
 //! [`names`] (identifiers and comments are rebuilt from a safe alphabet).
 
 mod compile;
+mod deliverable;
 mod emit;
 mod expr;
 mod harness;
+mod helpers;
 mod names;
 
 mod run;
 mod scope;
 
 pub use compile::{cache_dir, BuildConfig, Compiled};
+pub use deliverable::{Deliverable, DeliverableError};
 pub use emit::emit;
 
 use crate::ir::{DType, NodeId};
@@ -32,15 +35,23 @@ pub struct CProgram {
     pub source: String,
     /// All constant values, each at a 64-byte aligned offset, little-endian.
     pub weights: Vec<u8>,
+    /// The entry point's prototype exactly as `source` defines it (`void dm_run(…)`, no body):
+    /// the parameters are the inputs then the outputs, in signature order.
+    pub entry: String,
     /// The program's inputs and outputs in signature order (files `in<k>.bin` / `out<k>.bin`).
     pub inputs: Vec<CArg>,
     pub outputs: Vec<CArg>,
+    /// Every constant in the weights file, by name.
+    pub constants: Vec<CConstant>,
 }
 
 /// One argument of the generated entry point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CArg {
+    /// The name in the model (untrusted: sanitize before it reaches C, see `names`).
     pub name: String,
+    /// The C identifier the source gives it.
+    pub cname: String,
     pub dtype: DType,
     pub shape: Vec<usize>,
 }
@@ -53,6 +64,14 @@ impl CArg {
     pub fn bytes(&self) -> usize {
         self.elements() * self.dtype.size_bytes()
     }
+}
+
+/// Where one constant lives in the weights file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CConstant {
+    pub arg: CArg,
+    /// Byte offset in the weights file (a multiple of 64).
+    pub offset: usize,
 }
 
 /// A library node still present when code generation needs loops.

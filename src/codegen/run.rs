@@ -91,7 +91,8 @@ fn read(path: &Path) -> Result<Vec<u8>, CodegenError> {
     std::fs::read(path).map_err(CodegenError::io(format!("reading {}", path.display())))
 }
 
-fn describe(dtype: DType, shape: &[usize]) -> String {
+/// `f32[2, 3]`: a dtype and shape as messages and generated documentation write them.
+pub(crate) fn describe(dtype: DType, shape: &[usize]) -> String {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     format!("{dtype}[{}]", dims.join(", "))
 }

@@ -3,16 +3,15 @@
 //! lock, then prints the one-screen report.
 
 use super::report::{self, Figure, Outputs, Report};
-use super::{execute, load_checked, load_model, parse_sets, recipe_name, std_module, RecipeError};
+use super::{
+    execute, load_checked, load_model, parse_sets, recipe_name, std_module, user_run, RecipeError,
+};
 use crate::cli::{is_onnx, print_json, write_output, Bindings, CliError};
 use crate::codegen::CodegenError;
 use crate::ir::text::print_exact;
 use crate::ir::Program;
 use crate::recipe::lock::{self, Lock};
 use crate::recipe::run::measure;
-use crate::recipe::run::RunOptions;
-use crate::transform::engine::Checks;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where outputs go without `-o`: a directory in the current one, like a build directory, so
@@ -70,13 +69,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         .unwrap_or_else(|| default_lock(&args.recipe));
     let existing = Lock::read_if_exists(&lock_path).map_err(RecipeError::from)?;
     let model = load_model(&args.model, &args.bindings, &set, &lock_path)?;
-    let opts = RunOptions {
-        checks: Checks::default(),
-        set,
-        fixed: BTreeMap::new(),
-        measure: true,
-        seed: args.seed,
-    };
+    let opts = user_run(set, args.seed);
     let done = execute(loaded, &model, &opts)?;
     let outputs = write_outputs(&args.output, &done.program, &lock_path)?;
     let name = recipe_name(loaded, &args.recipe);

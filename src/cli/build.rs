@@ -1,0 +1,92 @@
+//! `dmove build MODEL [--recipe R] -o DIR`: the generated program as a directory a user can
+//! ship (C source with its harness, weights, header, Makefile, README; see
+//! `codegen::Deliverable`).
+//!
+//! The program is the one `dmove c` prints (without a recipe: every operator expanded as
+//! imported) or the one `dmove run` writes (with a recipe, run with every check), so what is
+//! shipped is what those commands show and test.
+
+use super::commands::lowered;
+use super::recipe::run::default_lock;
+use super::recipe::{execute, load_checked, load_model, parse_sets, recipe_name, user_run};
+use super::{Bindings, CliError};
+use crate::codegen::Deliverable;
+use crate::ir::Program;
+use std::path::{Path, PathBuf};
+
+/// `dmove build`
+#[derive(Clone, Debug, clap::Args)]
+pub struct BuildArgs {
+    /// The model: an `.onnx` file, or textual IR (any other extension).
+    #[arg(value_name = "MODEL")]
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub bindings: Bindings,
+    /// Optimize with this recipe first: a `.recipe` file, or a standard module such as
+    /// `std::cpu` (without it the program is built as imported, every operator expanded).
+    #[arg(long, value_name = "RECIPE")]
+    pub recipe: Option<PathBuf>,
+    /// Override a recipe parameter, e.g. `--set tile=32` (needs `--recipe`).
+    #[arg(long = "set", value_name = "NAME=VALUE", requires = "recipe")]
+    pub set: Vec<String>,
+    /// The thread count `make run` uses (`OMP_NUM_THREADS`; the binary honours that variable
+    /// whatever this says).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: u32,
+    /// The directory to write; it must not exist or be empty, unless `--force`.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Replace a non-empty output directory.
+    #[arg(long)]
+    pub force: bool,
+    /// Seed of the random inputs the recipe's numerics checks and searches use.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+pub fn build(args: &BuildArgs) -> Result<(), CliError> {
+    let (program, origin) = match &args.recipe {
+        None => (
+            lowered(&args.model, &args.bindings)?,
+            model_name(&args.model),
+        ),
+        Some(recipe) => optimized(args, recipe)?,
+    };
+    let c = crate::codegen::emit(&program)?;
+    Deliverable::new(&c, &origin, args.threads as usize).write(&args.output, args.force)?;
+    eprintln!(
+        "wrote {dir}: build it with `make -C {dir}`, run it with `make -C {dir} run` (see {dir}/README.md)",
+        dir = args.output.display()
+    );
+    Ok(())
+}
+
+/// The model after `recipe`, run the way `dmove run` runs it (its lock is not written: a
+/// build records nothing beside the recipe).
+fn optimized(args: &BuildArgs, recipe: &Path) -> Result<(Program, String), CliError> {
+    let checked = load_checked(recipe)?;
+    let set = parse_sets(&args.set)?;
+    let model = load_model(&args.model, &args.bindings, &set, &default_lock(recipe))?;
+    crate::onnx::idioms::require_bound_inputs(&model.program)?;
+    let opts = user_run(set, args.seed);
+    let done = execute(&checked.loaded, &model, &opts)?;
+    eprintln!(
+        "{}: {} checked rewrite(s) applied",
+        recipe.display(),
+        done.report.steps.len()
+    );
+    let origin = format!(
+        "{} with recipe {}",
+        model_name(&args.model),
+        recipe_name(&checked.loaded, recipe)
+    );
+    Ok((done.program, origin))
+}
+
+/// The model's file name: the deliverable names its origin without this machine's paths.
+fn model_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
