@@ -386,6 +386,19 @@ fn unary(op: UnOp, x: &str, p: Precision) -> String {
         UnOp::Erf => "erf",
         UnOp::Floor => "floor",
         UnOp::Ceil => "ceil",
+        // In the default rounding mode (which generated programs never change): half to even.
+        UnOp::Round => "nearbyint",
+        UnOp::Sin => "sin",
+        UnOp::Cos => "cos",
+        UnOp::Tan => "tan",
+        UnOp::Asin => "asin",
+        UnOp::Acos => "acos",
+        UnOp::Atan => "atan",
+        UnOp::Sinh => "sinh",
+        UnOp::Cosh => "cosh",
+        UnOp::Asinh => "asinh",
+        UnOp::Acosh => "acosh",
+        UnOp::Atanh => "atanh",
     };
     format!("{}({x})", libm(f, p))
 }
@@ -410,7 +423,19 @@ fn binary(op: BinOp, a: &str, b: &str, p: Precision) -> String {
         BinOp::Ne => truth(format!("{a} != {b}")),
         BinOp::And => truth(format!("{a} != {zero} && {b} != {zero}")),
         BinOp::Or => truth(format!("{a} != {zero} || {b} != {zero}")),
+        BinOp::BitAnd => bitwise(a, "&", b, p),
+        BinOp::BitOr => bitwise(a, "|", b, p),
+        BinOp::BitXor => bitwise(a, "^", b, p),
     }
+}
+
+/// `a op b` on the operands converted to `int64_t` by `dm_to_i64` (the interpreter's `as i64`),
+/// back in the compute type.
+fn bitwise(a: &str, op: &str, b: &str, p: Precision) -> String {
+    format!(
+        "(({})(dm_to_i64((double)({a})) {op} dm_to_i64((double)({b}))))",
+        ftype(p)
+    )
 }
 
 #[cfg(test)]
