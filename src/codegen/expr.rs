@@ -379,26 +379,10 @@ fn unary(op: UnOp, x: &str, p: Precision) -> String {
         UnOp::Sigmoid => return format!("({one} / ({one} + {}(-{x})))", libm("exp", p)),
         UnOp::Recip => return format!("({one} / {x})"),
         UnOp::Abs => "fabs",
-        UnOp::Exp => "exp",
-        UnOp::Log => "log",
-        UnOp::Sqrt => "sqrt",
-        UnOp::Tanh => "tanh",
-        UnOp::Erf => "erf",
-        UnOp::Floor => "floor",
-        UnOp::Ceil => "ceil",
         // In the default rounding mode (which generated programs never change): half to even.
         UnOp::Round => "nearbyint",
-        UnOp::Sin => "sin",
-        UnOp::Cos => "cos",
-        UnOp::Tan => "tan",
-        UnOp::Asin => "asin",
-        UnOp::Acos => "acos",
-        UnOp::Atan => "atan",
-        UnOp::Sinh => "sinh",
-        UnOp::Cosh => "cosh",
-        UnOp::Asinh => "asinh",
-        UnOp::Acosh => "acosh",
-        UnOp::Atanh => "atanh",
+        // The IR names the other functions as C99's <math.h> does (fixed names, never a model's).
+        _ => op.name(),
     };
     format!("{}({x})", libm(f, p))
 }

@@ -124,6 +124,38 @@ pub enum BinOp {
     BitXor,
 }
 
+/// The body of [`UnOp::apply`] and [`UnOp::apply_f64`]: one match whose arms read the same for
+/// `f32` and `f64` (the methods of both types), after the type-specific `special` arms.
+macro_rules! float_unary {
+    ($op:expr, $x:ident, $($special:pat => $value:expr),+) => {
+        match $op {
+            $($special => $value,)+
+            UnOp::Neg => -$x,
+            UnOp::Abs => $x.abs(),
+            UnOp::Exp => $x.exp(),
+            UnOp::Log => $x.ln(),
+            UnOp::Sqrt => $x.sqrt(),
+            UnOp::Tanh => $x.tanh(),
+            UnOp::Sigmoid => 1.0 / (1.0 + (-$x).exp()),
+            UnOp::Floor => $x.floor(),
+            UnOp::Ceil => $x.ceil(),
+            UnOp::Recip => 1.0 / $x,
+            UnOp::Round => $x.round_ties_even(),
+            UnOp::Sin => $x.sin(),
+            UnOp::Cos => $x.cos(),
+            UnOp::Tan => $x.tan(),
+            UnOp::Asin => $x.asin(),
+            UnOp::Acos => $x.acos(),
+            UnOp::Atan => $x.atan(),
+            UnOp::Sinh => $x.sinh(),
+            UnOp::Cosh => $x.cosh(),
+            UnOp::Asinh => $x.asinh(),
+            UnOp::Acosh => $x.acosh(),
+            UnOp::Atanh => $x.atanh(),
+        }
+    };
+}
+
 impl UnOp {
     pub const ALL: [UnOp; 24] = [
         UnOp::Neg,
@@ -188,62 +220,17 @@ impl UnOp {
 
     /// Applies the operation in single precision, as the generated C does.
     pub fn apply(self, x: f32) -> f32 {
-        match self {
-            UnOp::Neg => -x,
-            UnOp::Not => f32::from(x == 0.0),
-            UnOp::Abs => x.abs(),
-            UnOp::Exp => x.exp(),
-            UnOp::Log => x.ln(),
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Tanh => x.tanh(),
-            UnOp::Erf => libm::erff(x),
-            UnOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnOp::Floor => x.floor(),
-            UnOp::Ceil => x.ceil(),
-            UnOp::Recip => 1.0 / x,
-            UnOp::Round => x.round_ties_even(),
-            UnOp::Sin => x.sin(),
-            UnOp::Cos => x.cos(),
-            UnOp::Tan => x.tan(),
-            UnOp::Asin => x.asin(),
-            UnOp::Acos => x.acos(),
-            UnOp::Atan => x.atan(),
-            UnOp::Sinh => x.sinh(),
-            UnOp::Cosh => x.cosh(),
-            UnOp::Asinh => x.asinh(),
-            UnOp::Acosh => x.acosh(),
-            UnOp::Atanh => x.atanh(),
-        }
+        float_unary!(self, x, UnOp::Not => f32::from(x == 0.0), UnOp::Erf => libm::erff(x))
     }
 
     /// Applies the operation in double precision, as the generated C does for `f64` tasklets.
     pub fn apply_f64(self, x: f64) -> f64 {
-        match self {
-            UnOp::Neg => -x,
+        float_unary!(
+            self,
+            x,
             UnOp::Not => f64::from(u8::from(x == 0.0)),
-            UnOp::Abs => x.abs(),
-            UnOp::Exp => x.exp(),
-            UnOp::Log => x.ln(),
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Tanh => x.tanh(),
-            UnOp::Erf => libm::erf(x),
-            UnOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnOp::Floor => x.floor(),
-            UnOp::Ceil => x.ceil(),
-            UnOp::Recip => 1.0 / x,
-            UnOp::Round => x.round_ties_even(),
-            UnOp::Sin => x.sin(),
-            UnOp::Cos => x.cos(),
-            UnOp::Tan => x.tan(),
-            UnOp::Asin => x.asin(),
-            UnOp::Acos => x.acos(),
-            UnOp::Atan => x.atan(),
-            UnOp::Sinh => x.sinh(),
-            UnOp::Cosh => x.cosh(),
-            UnOp::Asinh => x.asinh(),
-            UnOp::Acosh => x.acosh(),
-            UnOp::Atanh => x.atanh(),
-        }
+            UnOp::Erf => libm::erf(x)
+        )
     }
 
     /// Applies the operation in `precision` to a value of that type.

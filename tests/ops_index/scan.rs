@@ -7,16 +7,19 @@ fn axis(a: i64) -> Tensor {
     i64s(&[], &[a])
 }
 
+/// The reference scan `op` of `[1, 2, 3, 4]` with the given flags.
+fn scan_of_1234(op: &str, exclusive: i64, reverse: i64) -> Vec<f64> {
+    let x = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let a = [
+        ("exclusive", Attr::Int(exclusive)),
+        ("reverse", Attr::Int(reverse)),
+    ];
+    eval1(op, &a, &[&x, &axis(0)]).to_f64_vec()
+}
+
 #[test]
 fn cumsum_all_four_directions() {
-    let x = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
-    let run = |exclusive: i64, reverse: i64| {
-        let a = [
-            ("exclusive", Attr::Int(exclusive)),
-            ("reverse", Attr::Int(reverse)),
-        ];
-        eval1("CumSum", &a, &[&x, &axis(0)]).to_f64_vec()
-    };
+    let run = |exclusive, reverse| scan_of_1234("CumSum", exclusive, reverse);
     assert_eq!(run(0, 0), vec![1.0, 3.0, 6.0, 10.0]);
     assert_eq!(run(1, 0), vec![0.0, 1.0, 3.0, 6.0]);
     assert_eq!(run(0, 1), vec![10.0, 9.0, 7.0, 4.0]);
@@ -191,14 +194,7 @@ fn topk_checks_k_and_expands() {
 
 #[test]
 fn cumprod_all_four_directions_and_expands() {
-    let x = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
-    let run = |exclusive: i64, reverse: i64| {
-        let a = [
-            ("exclusive", Attr::Int(exclusive)),
-            ("reverse", Attr::Int(reverse)),
-        ];
-        eval1("CumProd", &a, &[&x, &axis(0)]).to_f64_vec()
-    };
+    let run = |exclusive, reverse| scan_of_1234("CumProd", exclusive, reverse);
     assert_eq!(run(0, 0), vec![1.0, 2.0, 6.0, 24.0]);
     assert_eq!(run(1, 0), vec![1.0, 1.0, 2.0, 6.0]);
     assert_eq!(run(0, 1), vec![24.0, 24.0, 12.0, 4.0]);
