@@ -125,6 +125,7 @@ pub static TABLE: &[OnnxVersions] = &[
     v("ReduceL1", &[1, 11, 13, 18], &[]),
     v("ReduceL2", &[1, 11, 13, 18], &[]),
     v("ReduceLogSum", &[1, 11, 13, 18, 28], &[]),
+    v("ReduceLogSumExp", &[1, 11, 13, 18, 28], &[]),
     v("ReduceMax", &[1, 11, 12, 13, 18, 20], &[]),
     v("ReduceMean", &[1, 11, 13, 18], &[]),
     v("ReduceMin", &[1, 11, 12, 13, 18, 20], &[]),
