@@ -23,8 +23,16 @@ const COVERED_ELSEWHERE: &[&str] = &[
     "And",
     "ArgMax",
     "ArgMin",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseNot",
+    "BitwiseOr",
+    "BitwiseXor",
     "Cast",
+    "CastLike",
+    "CumProd",
     "CumSum",
+    "EyeLike",
     "Gather",
     "GatherElements",
     "Not",
@@ -32,6 +40,7 @@ const COVERED_ELSEWHERE: &[&str] = &[
     "Shape",
     "Size",
     "TopK",
+    "Trilu",
     "Where",
     // tests/ops_movement.rs
     "Concat",
@@ -115,6 +124,22 @@ fn cases() -> Vec<Case> {
         "Softplus",
         "Sqrt",
         "Tanh",
+        "Sin",
+        "Cos",
+        "Tan",
+        "Asin",
+        "Acos",
+        "Atan",
+        "Sinh",
+        "Cosh",
+        "Asinh",
+        "Acosh",
+        "Atanh",
+        "Round",
+        "Sign",
+        "Swish",
+        "IsNaN",
+        "IsInf",
     ] {
         v.push((op, none(), vec![var(&[3, 1, 5])]));
     }
@@ -127,6 +152,11 @@ fn cases() -> Vec<Case> {
         "LeakyRelu",
         attrs(&[("alpha", Attr::Float(0.3))]),
         vec![var(&[2, 3])],
+    ));
+    v.push((
+        "Swish",
+        attrs(&[("alpha", Attr::Float(-1.5))]),
+        vec![var(&[4, 1])],
     ));
     for op in [
         "Add",

@@ -2,8 +2,12 @@
 //! expansions checked against the reference implementations on awkward shapes, and a few
 //! expansions compiled to C and compared exactly.
 
+#[path = "ops_index/bitwise.rs"]
+mod bitwise;
 #[path = "ops_index/c_backend.rs"]
 mod c_backend;
+#[path = "ops_index/diagonal.rs"]
+mod diagonal;
 #[path = "ops_index/gather.rs"]
 mod gather;
 #[path = "ops_index/generate.rs"]

@@ -5,6 +5,8 @@
 mod activation;
 #[path = "ops_transformer/elementwise.rs"]
 mod elementwise;
+#[path = "ops_transformer/math.rs"]
+mod math;
 #[path = "ops_transformer/matmul.rs"]
 mod matmul;
 #[path = "ops_transformer/norm.rs"]

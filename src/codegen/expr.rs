@@ -293,13 +293,10 @@ fn unary(op: UnOp, x: &str, p: Precision) -> String {
         UnOp::Sigmoid => return format!("({one} / ({one} + {}(-{x})))", libm("exp", p)),
         UnOp::Recip => return format!("({one} / {x})"),
         UnOp::Abs => "fabs",
-        UnOp::Exp => "exp",
-        UnOp::Log => "log",
-        UnOp::Sqrt => "sqrt",
-        UnOp::Tanh => "tanh",
-        UnOp::Erf => "erf",
-        UnOp::Floor => "floor",
-        UnOp::Ceil => "ceil",
+        // In the default rounding mode (which generated programs never change): half to even.
+        UnOp::Round => "nearbyint",
+        // The IR names the other functions as C99's <math.h> does (fixed names, never a model's).
+        _ => op.name(),
     };
     format!("{}({x})", libm(f, p))
 }
@@ -324,7 +321,19 @@ fn binary(op: BinOp, a: &str, b: &str, p: Precision) -> String {
         BinOp::Ne => truth(format!("{a} != {b}")),
         BinOp::And => truth(format!("{a} != {zero} && {b} != {zero}")),
         BinOp::Or => truth(format!("{a} != {zero} || {b} != {zero}")),
+        BinOp::BitAnd => bitwise(a, "&", b, p),
+        BinOp::BitOr => bitwise(a, "|", b, p),
+        BinOp::BitXor => bitwise(a, "^", b, p),
     }
+}
+
+/// `a op b` on the operands converted to `int64_t` by `dm_to_i64` (the interpreter's `as i64`),
+/// back in the compute type.
+fn bitwise(a: &str, op: &str, b: &str, p: Precision) -> String {
+    format!(
+        "(({})(dm_to_i64((double)({a})) {op} dm_to_i64((double)({b}))))",
+        ftype(p)
+    )
 }
 
 #[cfg(test)]

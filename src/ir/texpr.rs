@@ -82,6 +82,19 @@ pub enum UnOp {
     Floor,
     Ceil,
     Recip,
+    /// Round half to even (C's `nearbyint` in the default rounding mode, ONNX's Round).
+    Round,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -103,10 +116,48 @@ pub enum BinOp {
     Ne,
     And,
     Or,
+    /// Bitwise and, or, exclusive or of the operands as 64-bit two's-complement integers
+    /// (truncated toward zero, saturating at the `i64` range, as a store to `int64` converts);
+    /// a store to a narrower integer type then keeps the low bits, as C and numpy do.
+    BitAnd,
+    BitOr,
+    BitXor,
+}
+
+/// The body of [`UnOp::apply`] and [`UnOp::apply_f64`]: one match whose arms read the same for
+/// `f32` and `f64` (the methods of both types), after the type-specific `special` arms.
+macro_rules! float_unary {
+    ($op:expr, $x:ident, $($special:pat => $value:expr),+) => {
+        match $op {
+            $($special => $value,)+
+            UnOp::Neg => -$x,
+            UnOp::Abs => $x.abs(),
+            UnOp::Exp => $x.exp(),
+            UnOp::Log => $x.ln(),
+            UnOp::Sqrt => $x.sqrt(),
+            UnOp::Tanh => $x.tanh(),
+            UnOp::Sigmoid => 1.0 / (1.0 + (-$x).exp()),
+            UnOp::Floor => $x.floor(),
+            UnOp::Ceil => $x.ceil(),
+            UnOp::Recip => 1.0 / $x,
+            UnOp::Round => $x.round_ties_even(),
+            UnOp::Sin => $x.sin(),
+            UnOp::Cos => $x.cos(),
+            UnOp::Tan => $x.tan(),
+            UnOp::Asin => $x.asin(),
+            UnOp::Acos => $x.acos(),
+            UnOp::Atan => $x.atan(),
+            UnOp::Sinh => $x.sinh(),
+            UnOp::Cosh => $x.cosh(),
+            UnOp::Asinh => $x.asinh(),
+            UnOp::Acosh => $x.acosh(),
+            UnOp::Atanh => $x.atanh(),
+        }
+    };
 }
 
 impl UnOp {
-    pub const ALL: [UnOp; 12] = [
+    pub const ALL: [UnOp; 24] = [
         UnOp::Neg,
         UnOp::Not,
         UnOp::Abs,
@@ -119,6 +170,18 @@ impl UnOp {
         UnOp::Floor,
         UnOp::Ceil,
         UnOp::Recip,
+        UnOp::Round,
+        UnOp::Sin,
+        UnOp::Cos,
+        UnOp::Tan,
+        UnOp::Asin,
+        UnOp::Acos,
+        UnOp::Atan,
+        UnOp::Sinh,
+        UnOp::Cosh,
+        UnOp::Asinh,
+        UnOp::Acosh,
+        UnOp::Atanh,
     ];
 
     /// Function-call name in the text form (`Neg` and `Not` print as prefix operators).
@@ -136,6 +199,18 @@ impl UnOp {
             UnOp::Floor => "floor",
             UnOp::Ceil => "ceil",
             UnOp::Recip => "recip",
+            UnOp::Round => "round",
+            UnOp::Sin => "sin",
+            UnOp::Cos => "cos",
+            UnOp::Tan => "tan",
+            UnOp::Asin => "asin",
+            UnOp::Acos => "acos",
+            UnOp::Atan => "atan",
+            UnOp::Sinh => "sinh",
+            UnOp::Cosh => "cosh",
+            UnOp::Asinh => "asinh",
+            UnOp::Acosh => "acosh",
+            UnOp::Atanh => "atanh",
         }
     }
 
@@ -145,38 +220,17 @@ impl UnOp {
 
     /// Applies the operation in single precision, as the generated C does.
     pub fn apply(self, x: f32) -> f32 {
-        match self {
-            UnOp::Neg => -x,
-            UnOp::Not => f32::from(x == 0.0),
-            UnOp::Abs => x.abs(),
-            UnOp::Exp => x.exp(),
-            UnOp::Log => x.ln(),
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Tanh => x.tanh(),
-            UnOp::Erf => libm::erff(x),
-            UnOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnOp::Floor => x.floor(),
-            UnOp::Ceil => x.ceil(),
-            UnOp::Recip => 1.0 / x,
-        }
+        float_unary!(self, x, UnOp::Not => f32::from(x == 0.0), UnOp::Erf => libm::erff(x))
     }
 
     /// Applies the operation in double precision, as the generated C does for `f64` tasklets.
     pub fn apply_f64(self, x: f64) -> f64 {
-        match self {
-            UnOp::Neg => -x,
+        float_unary!(
+            self,
+            x,
             UnOp::Not => f64::from(u8::from(x == 0.0)),
-            UnOp::Abs => x.abs(),
-            UnOp::Exp => x.exp(),
-            UnOp::Log => x.ln(),
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Tanh => x.tanh(),
-            UnOp::Erf => libm::erf(x),
-            UnOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnOp::Floor => x.floor(),
-            UnOp::Ceil => x.ceil(),
-            UnOp::Recip => 1.0 / x,
-        }
+            UnOp::Erf => libm::erf(x)
+        )
     }
 
     /// Applies the operation in `precision` to a value of that type.
@@ -190,7 +244,7 @@ impl UnOp {
 
 impl BinOp {
     /// Infix symbol, or `None` for operators printed as function calls (`pow`, `max`, `min`,
-    /// `fmod`).
+    /// `fmod`, the bitwise ones).
     pub fn symbol(self) -> Option<&'static str> {
         Some(match self {
             BinOp::Add => "+",
@@ -205,7 +259,13 @@ impl BinOp {
             BinOp::Ne => "!=",
             BinOp::And => "&&",
             BinOp::Or => "||",
-            BinOp::Pow | BinOp::Max | BinOp::Min | BinOp::Fmod => return None,
+            BinOp::Pow
+            | BinOp::Max
+            | BinOp::Min
+            | BinOp::Fmod
+            | BinOp::BitAnd
+            | BinOp::BitOr
+            | BinOp::BitXor => return None,
         })
     }
 
@@ -215,6 +275,9 @@ impl BinOp {
             BinOp::Fmod => Some("fmod"),
             BinOp::Max => Some("max"),
             BinOp::Min => Some("min"),
+            BinOp::BitAnd => Some("bitand"),
+            BinOp::BitOr => Some("bitor"),
+            BinOp::BitXor => Some("bitxor"),
             _ => None,
         }
     }
@@ -228,7 +291,13 @@ impl BinOp {
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 4,
             BinOp::Add | BinOp::Sub => 5,
             BinOp::Mul | BinOp::Div => 6,
-            BinOp::Pow | BinOp::Max | BinOp::Min | BinOp::Fmod => 9,
+            BinOp::Pow
+            | BinOp::Max
+            | BinOp::Min
+            | BinOp::Fmod
+            | BinOp::BitAnd
+            | BinOp::BitOr
+            | BinOp::BitXor => 9,
         }
     }
 
@@ -251,6 +320,9 @@ impl BinOp {
             BinOp::Ne => f32::from(a != b),
             BinOp::And => f32::from(a != 0.0 && b != 0.0),
             BinOp::Or => f32::from(a != 0.0 || b != 0.0),
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                self.apply_f64(f64::from(a), f64::from(b)) as f32
+            }
         }
     }
 
@@ -274,6 +346,10 @@ impl BinOp {
             BinOp::Ne => truth(a != b),
             BinOp::And => truth(a != 0.0 && b != 0.0),
             BinOp::Or => truth(a != 0.0 || b != 0.0),
+            // `as i64` truncates and saturates (NaN to 0), like the C helper `dm_to_i64`.
+            BinOp::BitAnd => ((a as i64) & (b as i64)) as f64,
+            BinOp::BitOr => ((a as i64) | (b as i64)) as f64,
+            BinOp::BitXor => ((a as i64) ^ (b as i64)) as f64,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Unary elementwise operators: activations and math functions.
 //!
-//! One generic [`Unary`] implements them all from a table row: how its parameters are read
+//! One generic [`Unary`] implements them all from a table row (this file's activations, and the
+//! rows of `ops::math`): how its parameters are read
 //! (float attributes with ONNX defaults, Gelu's approximation mode, Clip's bounds), the
 //! reference function in `f64`, and the tasklet expression the expansion emits. The two are
 //! written independently (e.g. Softplus is `ln(1 + eˣ)` in the reference and the overflow-free
@@ -8,7 +9,7 @@
 
 use super::support::{arg, element_map, input_type, opt_arg, params_over, Read};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
+use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 
 pub static OPS: &[&dyn Operator] = &[
@@ -35,9 +36,10 @@ pub static OPS: &[&dyn Operator] = &[
 ];
 
 /// How an operator's scalar parameters are obtained; the kernels receive them as a slice.
-enum Params {
+pub(super) enum Params {
     None,
-    /// Float attributes with their ONNX defaults, in kernel order.
+    /// Numeric attributes (floats, or integers read as floats) with their ONNX defaults, in
+    /// kernel order.
     Attrs(&'static [(&'static str, f64)]),
     /// Gelu's `approximate`: `[0.0]` for "none" (exact, erf), `[1.0]` for "tanh".
     GeluMode,
@@ -48,24 +50,26 @@ enum Params {
 
 /// A unary elementwise operator.
 pub struct Unary {
-    name: &'static str,
-    params: Params,
-    /// Reference semantics of one element.
-    f: fn(f64, &[f64]) -> f64,
+    pub(super) name: &'static str,
+    pub(super) params: Params,
+    /// Reference semantics of one element (predicates return 1.0 / 0.0).
+    pub(super) f: fn(f64, &[f64]) -> f64,
     /// The tasklet expression computing the output from the input expression.
-    t: fn(TExpr, &[f64]) -> TExpr,
+    pub(super) t: fn(TExpr, &[f64]) -> TExpr,
+    /// The output is boolean (IsNaN, IsInf) rather than of the input's type.
+    pub(super) predicate: bool,
 }
 
-fn c(v: f64) -> TExpr {
+pub(super) fn c(v: f64) -> TExpr {
     TExpr::Const(v)
 }
-fn un(op: UnOp, x: TExpr) -> TExpr {
+pub(super) fn un(op: UnOp, x: TExpr) -> TExpr {
     TExpr::unary(op, x)
 }
 fn add(a: TExpr, b: TExpr) -> TExpr {
     TExpr::binary(BinOp::Add, a, b)
 }
-fn mul(a: TExpr, b: TExpr) -> TExpr {
+pub(super) fn mul(a: TExpr, b: TExpr) -> TExpr {
     TExpr::binary(BinOp::Mul, a, b)
 }
 fn max(a: TExpr, b: TExpr) -> TExpr {
@@ -88,7 +92,7 @@ fn gelu_k() -> f64 {
     (2.0 / PI).sqrt()
 }
 
-const fn simple(
+pub(super) const fn simple(
     name: &'static str,
     f: fn(f64, &[f64]) -> f64,
     t: fn(TExpr, &[f64]) -> TExpr,
@@ -98,6 +102,7 @@ const fn simple(
         params: Params::None,
         f,
         t,
+        predicate: false,
     }
 }
 
@@ -120,12 +125,14 @@ static CEIL: Unary = simple("Ceil", |x, _| x.ceil(), |x, _| un(UnOp::Ceil, x));
 static LEAKY_RELU: Unary = Unary {
     name: "LeakyRelu",
     params: Params::Attrs(&[("alpha", 0.01)]),
+    predicate: false,
     f: |x, p| if x < 0.0 { p[0] * x } else { x },
     t: |x, p| if_negative(x.clone(), false, mul(c(p[0]), x.clone()), x),
 };
 static ELU: Unary = Unary {
     name: "Elu",
     params: Params::Attrs(&[("alpha", 1.0)]),
+    predicate: false,
     f: |x, p| if x < 0.0 { p[0] * (x.exp() - 1.0) } else { x },
     t: |x, p| {
         let em1 = add(un(UnOp::Exp, x.clone()), c(-1.0));
@@ -138,6 +145,7 @@ static SELU: Unary = Unary {
         ("alpha", 1.673_263_192_176_818_8),
         ("gamma", 1.050_701_022_148_132_3),
     ]),
+    predicate: false,
     f: |x, p| {
         if x <= 0.0 {
             p[1] * (p[0] * x.exp() - p[0])
@@ -156,6 +164,7 @@ static SELU: Unary = Unary {
 static HARD_SIGMOID: Unary = Unary {
     name: "HardSigmoid",
     params: Params::Attrs(&[("alpha", 0.2), ("beta", 0.5)]),
+    predicate: false,
     f: |x, p| (p[0] * x + p[1]).clamp(0.0, 1.0),
     t: |x, p| max(c(0.0), min(c(1.0), add(mul(c(p[0]), x), c(p[1])))),
 };
@@ -188,6 +197,7 @@ static SOFTPLUS: Unary = simple(
 static GELU: Unary = Unary {
     name: "Gelu",
     params: Params::GeluMode,
+    predicate: false,
     f: |x, p| {
         if p[0] == 0.0 {
             gelu_exact(x)
@@ -209,6 +219,7 @@ static GELU: Unary = Unary {
 static CLIP: Unary = Unary {
     name: "Clip",
     params: Params::ClipBounds,
+    predicate: false,
     f: |x, p| x.max(p[0]).min(p[1]),
     t: |x, p| {
         // Unbounded sides emit no operation, so no infinity reaches the generated code.
@@ -306,6 +317,14 @@ impl Unary {
         }
     }
 
+    fn output_dtype(&self, x: DType) -> DType {
+        if self.predicate {
+            DType::Bool
+        } else {
+            x
+        }
+    }
+
     fn max_inputs(&self) -> usize {
         match self.params {
             Params::ClipBounds => 3,
@@ -351,7 +370,10 @@ impl Operator for Unary {
                 .transpose()
         };
         self.resolve(node, &constant)?;
-        Ok(vec![x.clone()])
+        Ok(vec![TensorType::new(
+            self.output_dtype(x.dtype),
+            x.shape.clone(),
+        )])
     }
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
@@ -367,7 +389,11 @@ impl Operator for Unary {
             .into_iter()
             .map(|v| (self.f)(v, &p))
             .collect();
-        Ok(vec![Tensor::from_f64(x.dtype(), x.shape.clone(), &values)])
+        Ok(vec![Tensor::from_f64(
+            self.output_dtype(x.dtype()),
+            x.shape.clone(),
+            &values,
+        )])
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {

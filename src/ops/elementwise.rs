@@ -1,5 +1,5 @@
 //! Broadcasting elementwise operators: arithmetic (Add, Sub, Mul, Div, Pow), the variadic
-//! Max / Min / Sum, and comparisons.
+//! Max / Min / Sum, and comparisons (and, as rows of `ops::bitwise`, BitwiseAnd/Or/Xor).
 //!
 //! Every operator here folds its inputs left to right with one binary function, so a single
 //! generic [`Elementwise`] described by a table row implements them all: the `f64` function is
@@ -40,6 +40,8 @@ enum Typing {
     First,
     /// Inputs share one type; the output is boolean.
     Predicate,
+    /// All inputs share one integer type, which the output has (bitwise operators).
+    Integer,
 }
 
 /// A broadcasting operator folding its inputs with one binary function.
@@ -83,6 +85,17 @@ const fn compare(name: &'static str, f: fn(f64, f64) -> f64, op: BinOp) -> Eleme
     }
 }
 
+/// A binary operator on integers of one type (`ops::bitwise`).
+pub(super) const fn integer(name: &'static str, f: fn(f64, f64) -> f64, op: BinOp) -> Elementwise {
+    Elementwise {
+        name,
+        arity: BINARY,
+        f,
+        op,
+        typing: Typing::Integer,
+    }
+}
+
 fn truth(b: bool) -> f64 {
     f64::from(u8::from(b))
 }
@@ -108,7 +121,7 @@ impl Elementwise {
     fn output_dtype(&self, first: DType) -> DType {
         match self.typing {
             Typing::Predicate => DType::Bool,
-            Typing::Same | Typing::First => first,
+            Typing::Same | Typing::First | Typing::Integer => first,
         }
     }
 }
@@ -136,6 +149,12 @@ impl Operator for Elementwise {
             for (i, t) in types.iter().enumerate().skip(1) {
                 same_dtype(self.name, types[0], t, i)?;
             }
+        }
+        if self.typing == Typing::Integer && !types[0].dtype.is_int() {
+            return Err(OpError::shape(
+                self.name,
+                format!("expects integer inputs, got {}", types[0].dtype),
+            ));
         }
         let shapes: Vec<&[SymExpr]> = types.iter().map(|t| t.shape.as_slice()).collect();
         let shape = broadcast_shapes(self.name, &shapes)?;

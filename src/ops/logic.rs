@@ -1,4 +1,4 @@
-//! Type conversion and boolean logic: Cast, Where, Not, And, Or.
+//! Type conversion and boolean logic: Cast, CastLike, Where, Not, And, Or.
 //!
 //! All are pointwise (Where, And and Or with multidirectional broadcasting), so each expansion is
 //! one map over the output whose tasklet is a copy, a `select` or a logical operator. Cast relies
@@ -8,12 +8,12 @@
 //! `saturate` (float8 targets) needs more: a clamp to the format's range before the store.
 
 use super::broadcast::{broadcast_concrete, broadcast_shapes, source_index, source_offsets};
-use super::support::{arg, element_map, input_type, params_over, same_dtype, Read};
+use super::support::{arg, element_map, input_type, opt_arg, params_over, same_dtype, Read};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::scalar::FloatFormat;
 use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
 
-pub static OPS: &[&dyn Operator] = &[&Cast, &Where, &NOT, &AND, &OR];
+pub static OPS: &[&dyn Operator] = &[&CAST, &CAST_LIKE, &Where, &NOT, &AND, &OR];
 
 /// ONNX `TensorProto.DataType` codes of the IR types (strings and complex numbers have none).
 const ONNX_CODES: [(i64, DType); 19] = [
@@ -112,17 +112,35 @@ pub(super) fn eval_pointwise(
     Ok(Tensor::from_f64(dtype, shape, &values))
 }
 
-/// `Cast(x)` to the ONNX type code `to`.
-pub struct Cast;
+/// `Cast(x)` to the ONNX type code `to`, or `CastLike(x, like)` to `like`'s element type (only
+/// its type is used, never its values). Both saturate float8 results under `saturate`.
+pub struct Cast {
+    name: &'static str,
+    /// The target type comes from input 1 (CastLike) rather than the `to` attribute.
+    like: bool,
+}
+
+static CAST: Cast = Cast {
+    name: "Cast",
+    like: false,
+};
+static CAST_LIKE: Cast = Cast {
+    name: "CastLike",
+    like: true,
+};
 
 impl Cast {
-    fn target(node: &LibraryNode) -> Result<DType, OpError> {
+    /// The target type: `like`'s (CastLike) or the `to` attribute's.
+    fn target(&self, node: &LibraryNode, like: Option<DType>) -> Result<DType, OpError> {
+        if self.like {
+            return like.ok_or_else(|| OpError::shape(self.name, "missing input 1"));
+        }
         let code = node
             .int("to")
-            .ok_or_else(|| OpError::attr("Cast", "to", "is required"))?;
+            .ok_or_else(|| OpError::attr(self.name, "to", "is required"))?;
         dtype_of_onnx(code).ok_or_else(|| {
             OpError::attr(
-                "Cast",
+                self.name,
                 "to",
                 format!("type code {code} is not supported (strings and complex numbers are not)"),
             )
@@ -142,11 +160,12 @@ impl Cast {
 
 impl Operator for Cast {
     fn name(&self) -> &'static str {
-        "Cast"
+        self.name
     }
 
     fn input_count(&self) -> (usize, usize) {
-        (1, 1)
+        let n = 1 + usize::from(self.like);
+        (n, n)
     }
 
     fn infer(
@@ -156,13 +175,17 @@ impl Operator for Cast {
         _consts: &[Option<&Tensor>],
     ) -> Result<Vec<TensorType>, OpError> {
         check_arity(self, inputs.len())?;
-        let x = input_type("Cast", inputs, 0)?;
-        Ok(vec![TensorType::new(Self::target(node)?, x.shape.clone())])
+        let x = input_type(self.name, inputs, 0)?;
+        let like = inputs.get(1).and_then(|t| t.as_ref()).map(|t| t.dtype);
+        Ok(vec![TensorType::new(
+            self.target(node, like)?,
+            x.shape.clone(),
+        )])
     }
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
-        let x = arg("Cast", inputs, 0)?;
-        let to = Self::target(node)?;
+        let x = arg(self.name, inputs, 0)?;
+        let to = self.target(node, opt_arg(inputs, 1).map(Tensor::dtype))?;
         let limit = Self::saturation(node, to);
         let mut y = Tensor::zeros(to, x.shape.clone());
         for i in 0..x.len() {
@@ -175,9 +198,13 @@ impl Operator for Cast {
         Ok(vec![y])
     }
 
+    /// One map reading `x` only (CastLike's second input contributes its type, which the
+    /// output container already has).
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        let x = TExpr::input("a0");
-        let value = match Self::saturation(ctx.node, Self::target(ctx.node)?) {
+        let (x_name, _) = ctx.input(0)?.clone();
+        let (y, y_desc) = ctx.output(0)?.clone();
+        let x = TExpr::input("x");
+        let value = match Self::saturation(ctx.node, y_desc.dtype) {
             // NaN stays NaN: `max`/`min` would replace it by the bound.
             Some(m) => TExpr::select(
                 TExpr::binary(BinOp::Ne, x.clone(), x.clone()),
@@ -190,7 +217,10 @@ impl Operator for Cast {
             ),
             None => x,
         };
-        expand_pointwise(ctx, value)
+        let (params, idx) = params_over("i", &y_desc.shape);
+        let reads = vec![Read::new("x", &x_name, idx.clone())];
+        element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, value);
+        Ok(())
     }
 
     fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], _: &[TensorType]) -> u64 {

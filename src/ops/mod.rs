@@ -10,10 +10,12 @@
 
 mod activation;
 mod batchnorm;
+mod bitwise;
 pub mod broadcast;
 mod concat;
 mod conv;
 mod conv_transpose;
+mod diagonal;
 mod dropout;
 mod einsum;
 mod elementwise;
@@ -24,6 +26,7 @@ mod groupnorm;
 mod identity;
 mod index;
 pub mod logic;
+mod math;
 mod matmul;
 mod mean;
 mod mish;
@@ -214,9 +217,11 @@ pub fn all() -> Vec<&'static dyn Operator> {
     for family in [
         activation::OPS,
         batchnorm::OPS,
+        bitwise::OPS,
         concat::OPS,
         conv::OPS,
         conv_transpose::OPS,
+        diagonal::OPS,
         dropout::OPS,
         einsum::OPS,
         elementwise::OPS,
@@ -225,6 +230,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         identity::OPS,
         index::OPS,
         logic::OPS,
+        math::OPS,
         matmul::OPS,
         mean::OPS,
         mish::OPS,

@@ -1,5 +1,5 @@
 //! The Reduce* family: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
-//! ReduceL2, ReduceSumSquare and ReduceLogSum.
+//! ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp.
 //!
 //! Which axes are reduced comes from the `axes` attribute (before opset 18; ReduceSum before 13)
 //! or from an optional constant second input (later opsets; the importer passes whichever the
@@ -13,7 +13,9 @@
 //! expansion is described separately as a per-element transform, a write-conflict resolution and
 //! a finishing step, which give three maps: an init map writing the resolution's identity, an
 //! accumulation map over every input element whose tasklet writes with that resolution (the
-//! reduced axes are parameters of the map), and, for Mean / L2 / LogSum, a finishing map.
+//! reduced axes are parameters of the map), and, for Mean / L2 / LogSum(Exp), a finishing map.
+//! ReduceLogSumExp is `log(Σ exp(x))` as ONNX's reference computes it (no shift by the
+//! maximum: large inputs overflow to infinity there too).
 
 use super::support::{
     arg, dim_product, element_map, fill_map, input_type, params_over, unravel, Read,
@@ -32,6 +34,7 @@ pub static OPS: &[&dyn Operator] = &[
     &REDUCE_L2,
     &REDUCE_SUM_SQUARE,
     &REDUCE_LOG_SUM,
+    &REDUCE_LOG_SUM_EXP,
 ];
 
 /// What happens to each input element before it is accumulated.
@@ -40,6 +43,7 @@ enum Pre {
     Identity,
     Abs,
     Square,
+    Exp,
 }
 
 /// What turns the accumulated value into the output.
@@ -127,6 +131,13 @@ static REDUCE_LOG_SUM: Reduce = Reduce {
     name: "ReduceLogSum",
     reference: |v| sum(v).ln(),
     pre: Pre::Identity,
+    wcr: Wcr::Sum,
+    finish: Finish::Log,
+};
+static REDUCE_LOG_SUM_EXP: Reduce = Reduce {
+    name: "ReduceLogSumExp",
+    reference: |v| v.iter().map(|x| x.exp()).sum::<f64>().ln(),
+    pre: Pre::Exp,
     wcr: Wcr::Sum,
     finish: Finish::Log,
 };
@@ -370,6 +381,7 @@ impl Operator for Reduce {
             Pre::Identity => xv,
             Pre::Abs => TExpr::unary(UnOp::Abs, xv),
             Pre::Square => TExpr::binary(BinOp::Mul, xv.clone(), xv),
+            Pre::Exp => TExpr::unary(UnOp::Exp, xv),
         };
         element_map(
             b,

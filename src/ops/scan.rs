@@ -1,7 +1,8 @@
-//! Scans and index reductions along one axis: CumSum, ArgMax, ArgMin.
+//! Scans and index reductions along one axis: CumSum, CumProd, ArgMax, ArgMin.
 //!
-//! CumSum's expansion is an accumulation whose reduction range is triangular (`k` runs from 0 to
-//! the output position, or from it to the end when reversed). ArgMax / ArgMin reduce twice: the
+//! The running sums' and products' expansion is an accumulation (a sum or product write
+//! conflict onto the identity) whose reduction range is triangular (`k` runs from 0 to the
+//! output position, or from it to the end when reversed). ArgMax / ArgMin reduce twice: the
 //! extreme value first (seeded with the first element, so integer inputs never meet an infinite
 //! identity), then the first (or last) position holding it, as a `min` (or `max`) reduction of
 //! `select(x == extreme, k, sentinel)`. Indices are `i64` outputs, so those tasklets compute in
@@ -13,7 +14,7 @@ use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::In;
 use crate::ir::{BinOp, DType, LibraryNode, Range, Subset, SymExpr, TExpr, Tensor, Wcr};
 
-pub static OPS: &[&dyn Operator] = &[&CumSum, &ARG_MAX, &ARG_MIN];
+pub static OPS: &[&dyn Operator] = &[&CUM_SUM, &CUM_PROD, &ARG_MAX, &ARG_MIN];
 
 /// `idx` with dimension `axis` replaced by `at`.
 fn with_axis(idx: &[SymExpr], axis: usize, at: SymExpr) -> Vec<SymExpr> {
@@ -45,22 +46,47 @@ fn require_numeric(op: &str, t: &TensorType) -> Result<(), OpError> {
     }
 }
 
-/// `CumSum(x, axis)`: running sums along `axis`; `exclusive` leaves the current element out,
-/// `reverse` sums from the end.
-pub struct CumSum;
+/// `CumSum(x, axis)` / `CumProd(x, axis)`: running sums or products along `axis`;
+/// `exclusive` leaves the current element out, `reverse` accumulates from the end.
+pub struct Cumulative {
+    name: &'static str,
+    /// Products (identity 1) rather than sums (identity 0).
+    product: bool,
+}
 
-impl CumSum {
-    fn axis(axis: Option<&Tensor>, rank: usize) -> Result<usize, OpError> {
+static CUM_SUM: Cumulative = Cumulative {
+    name: "CumSum",
+    product: false,
+};
+static CUM_PROD: Cumulative = Cumulative {
+    name: "CumProd",
+    product: true,
+};
+
+impl Cumulative {
+    fn axis(&self, axis: Option<&Tensor>, rank: usize) -> Result<usize, OpError> {
         let t = axis.ok_or_else(|| {
-            OpError::unsupported("CumSum", "the axis (input 1) must be a constant")
+            OpError::unsupported(self.name, "the axis (input 1) must be a constant")
         })?;
         let v = t.to_i64_vec();
         match v.as_slice() {
-            [a] if t.shape.len() <= 1 => resolve_axis("CumSum", "axis", *a, rank, false),
+            [a] if t.shape.len() <= 1 => resolve_axis(self.name, "axis", *a, rank, false),
             _ => Err(OpError::shape(
-                "CumSum",
+                self.name,
                 format!("axis must be a scalar, got shape {:?}", t.shape),
             )),
+        }
+    }
+
+    fn identity(&self) -> f64 {
+        f64::from(u8::from(self.product))
+    }
+
+    fn combine(&self, acc: f64, x: f64) -> f64 {
+        if self.product {
+            acc * x
+        } else {
+            acc + x
         }
     }
 
@@ -72,9 +98,9 @@ impl CumSum {
     }
 }
 
-impl Operator for CumSum {
+impl Operator for Cumulative {
     fn name(&self) -> &'static str {
-        "CumSum"
+        self.name
     }
 
     fn input_count(&self) -> (usize, usize) {
@@ -88,27 +114,27 @@ impl Operator for CumSum {
         consts: &[Option<&Tensor>],
     ) -> Result<Vec<TensorType>, OpError> {
         check_arity(self, inputs.len())?;
-        let x = input_type("CumSum", inputs, 0)?;
-        let axis = input_type("CumSum", inputs, 1)?;
-        require_numeric("CumSum", x)?;
+        let x = input_type(self.name, inputs, 0)?;
+        let axis = input_type(self.name, inputs, 1)?;
+        require_numeric(self.name, x)?;
         if !matches!(axis.dtype, DType::I64 | DType::I32) || axis.shape.len() > 1 {
             return Err(OpError::shape(
-                "CumSum",
+                self.name,
                 "axis must be an int32 or int64 scalar",
             ));
         }
         if x.shape.is_empty() {
-            return Err(OpError::shape("CumSum", "input must have rank at least 1"));
+            return Err(OpError::shape(self.name, "input must have rank at least 1"));
         }
         if let Some(a) = consts.get(1).copied().flatten() {
-            Self::axis(Some(a), x.shape.len())?;
+            self.axis(Some(a), x.shape.len())?;
         }
         Ok(vec![x.clone()])
     }
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
-        let x = arg("CumSum", inputs, 0)?;
-        let axis = Self::axis(Some(arg("CumSum", inputs, 1)?), x.shape.len())?;
+        let x = arg(self.name, inputs, 0)?;
+        let axis = self.axis(Some(arg(self.name, inputs, 1)?), x.shape.len())?;
         let (exclusive, reverse) = Self::flags(node);
         let mut y = Tensor::zeros(x.dtype(), x.shape.clone());
         for e in 0..x.len() {
@@ -120,13 +146,13 @@ impl Operator for CumSum {
             if reverse {
                 offs.reverse();
             }
-            let mut acc = 0.0;
+            let mut acc = self.identity();
             for off in offs {
                 if exclusive {
                     y.set_f64(off, acc);
-                    acc += x.get_f64(off);
+                    acc = self.combine(acc, x.get_f64(off));
                 } else {
-                    acc += x.get_f64(off);
+                    acc = self.combine(acc, x.get_f64(off));
                     y.set_f64(off, acc);
                 }
             }
@@ -137,14 +163,14 @@ impl Operator for CumSum {
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
         let (x, x_desc) = ctx.input(0)?.clone();
         let (y, _) = ctx.output(0)?.clone();
-        let axis = Self::axis(ctx.constant_input(1), x_desc.shape.len())?;
+        let axis = self.axis(ctx.constant_input(1), x_desc.shape.len())?;
         let (exclusive, reverse) = Self::flags(ctx.node);
         fill_map(
             ctx.b,
             &format!("{}_init", ctx.label),
             &y,
             &x_desc.shape,
-            0.0,
+            self.identity(),
         );
         let (mut params, idx) = params_over("i", &x_desc.shape);
         let at = idx[axis].clone();
@@ -164,7 +190,7 @@ impl Operator for CumSum {
             &params,
             inputs,
             (&y, idx),
-            Some(Wcr::Sum),
+            Some(if self.product { Wcr::Prod } else { Wcr::Sum }),
             TExpr::input("x"),
         );
         Ok(())

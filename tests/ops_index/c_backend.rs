@@ -126,3 +126,90 @@ fn generators_and_scans_compile_exactly() {
         &[None, Some(i64s(&[1], &[3]))],
     );
 }
+
+#[test]
+fn bitwise_operators_compile_exactly() {
+    use super::bitwise::ints;
+    use dmove::ir::DType;
+    let a = ints(DType::I8, &[2, 3], &[-128, -1, 5, 100, -100, 0]);
+    let b = ints(DType::I8, &[3], &[-6, 127, 3]);
+    for op in ["BitwiseAnd", "BitwiseOr", "BitwiseXor"] {
+        c_matches(op, &[], &[Some(&a), Some(&b)], &[]);
+    }
+    c_matches("BitwiseNot", &[], &[Some(&a)], &[]);
+    let u = ints(DType::U64, &[3], &[0, 7, 1 << 40]);
+    c_matches("BitwiseNot", &[], &[Some(&u)], &[]);
+    let n = ints(DType::I8, &[2, 3], &[1, 9, -1, 7, 1, 0]);
+    let w = i64s(&[4], &[3, -1, 1, -5]);
+    let k = i64s(&[4], &[62, 63, 64, 1]);
+    for dir in ["LEFT", "RIGHT"] {
+        let d = [("direction", Attr::Str(dir.into()))];
+        c_matches("BitShift", &d, &[Some(&a), Some(&n)], &[]);
+        c_matches("BitShift", &d, &[Some(&w), Some(&k)], &[]);
+    }
+}
+
+#[test]
+fn diagonals_casts_and_products_compile_exactly() {
+    use dmove::ir::DType;
+    let x = f32s(
+        &[2, 3, 4],
+        &(0..24).map(|i| i as f32 - 7.5).collect::<Vec<_>>(),
+    );
+    c_matches("Trilu", &[], &[Some(&x), Some(&i64s(&[], &[1]))], &[]);
+    c_matches(
+        "Trilu",
+        &[("upper", Attr::Int(0))],
+        &[Some(&x), None],
+        &[None, Some(i64s(&[], &[-1]))],
+    );
+    let m = f32s(&[3, 4], &[0.0; 12]);
+    c_matches(
+        "EyeLike",
+        &[("k", Attr::Int(1)), ("dtype", Attr::Int(7))],
+        &[Some(&m)],
+        &[],
+    );
+    let like = Tensor::from_f64(DType::U8, vec![1], &[0.0]);
+    let v = f32s(&[4], &[-2.7, 0.5, 300.0, 1e9]);
+    c_matches("CastLike", &[], &[Some(&v), Some(&like)], &[]);
+    let big = i64s(&[2, 3], &[-2, 3, 5, 1 << 20, 1 << 21, 3]);
+    c_matches(
+        "CumProd",
+        &[("exclusive", Attr::Int(1))],
+        &[Some(&big), None],
+        &[None, Some(i64s(&[], &[1]))],
+    );
+}
+
+#[test]
+fn math_predicates_and_rounding_compile_on_special_values() {
+    let x = f32s(
+        &[8],
+        &[
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            2.5,
+            -1.5,
+            0.49999997,
+            3.0,
+        ],
+    );
+    for op in ["IsNaN", "IsInf", "Sign", "Round"] {
+        c_matches(op, &[], &[Some(&x)], &[]);
+    }
+    c_matches(
+        "IsInf",
+        &[("detect_positive", Attr::Int(0))],
+        &[Some(&x)],
+        &[],
+    );
+    let unit = f32s(&[5], &[-1.0, -0.5, 0.0, 0.75, 1.0]);
+    for op in ["Asin", "Acos", "Atanh"] {
+        c_matches(op, &[], &[Some(&unit)], &[]);
+    }
+    let wide = f32s(&[4], &[1.0, 1.5, 10.0, 1e4]);
+    c_matches("Acosh", &[], &[Some(&wide)], &[]);
+}

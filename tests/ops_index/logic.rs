@@ -151,3 +151,44 @@ fn not_and_or_follow_truth_tables() {
         &[],
     );
 }
+
+#[test]
+fn castlike_takes_the_type_of_its_second_input_only() {
+    let x = f32s(&[4], &[-2.7, 0.5, 300.0, f32::NAN]);
+    // The target's shape and values do not matter.
+    let like = Tensor::from_f64(DType::U8, vec![2, 2], &[7.0, 7.0, 7.0, 7.0]);
+    let y = eval1("CastLike", &[], &[&x, &like]);
+    assert_eq!(y.dtype(), DType::U8);
+    assert_eq!(y.shape, vec![4]);
+    assert_eq!(y.to_f64_vec()[..3], [254.0, 0.0, 44.0]);
+    assert_eq!(run_expanded("CastLike", &[], &[&x, &like], &[])[0], y);
+    // Float8 targets saturate unless `saturate` is 0, as Cast's.
+    let f8 = Tensor::from_f64(DType::F8E4M3FN, vec![1], &[0.0]);
+    let big = f32s(&[2], &[1e6, -1e6]);
+    let sat = eval1("CastLike", &[], &[&big, &f8]).to_f64_vec();
+    assert_eq!(sat, vec![448.0, -448.0]);
+    let raw = eval1("CastLike", &[("saturate", Attr::Int(0))], &[&big, &f8]).to_f64_vec();
+    assert!(raw.iter().all(|v| v.is_nan()), "{raw:?}");
+    let t = infer(
+        "CastLike",
+        &[],
+        &[ty(DType::I64, &[3, 1]), ty(DType::F16, &[])],
+        &[],
+    )
+    .expect("infers");
+    assert_eq!(t[0], ty(DType::F16, &[3, 1]));
+    let msg = infer_err("CastLike", &[], &[ty(DType::F32, &[2])], &[]);
+    assert!(msg.contains("expected 2 input(s), got 1"), "{msg}");
+    for from in DType::ALL {
+        for to in [
+            DType::F32,
+            DType::I8,
+            DType::U64,
+            DType::Bool,
+            DType::BF16,
+            DType::F8E5M2,
+        ] {
+            check_expansion("CastLike", &[], &[ty(from, &[3, 1, 2]), ty(to, &[1])], &[]);
+        }
+    }
+}

@@ -7,16 +7,19 @@ fn axis(a: i64) -> Tensor {
     i64s(&[], &[a])
 }
 
+/// The reference scan `op` of `[1, 2, 3, 4]` with the given flags.
+fn scan_of_1234(op: &str, exclusive: i64, reverse: i64) -> Vec<f64> {
+    let x = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let a = [
+        ("exclusive", Attr::Int(exclusive)),
+        ("reverse", Attr::Int(reverse)),
+    ];
+    eval1(op, &a, &[&x, &axis(0)]).to_f64_vec()
+}
+
 #[test]
 fn cumsum_all_four_directions() {
-    let x = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
-    let run = |exclusive: i64, reverse: i64| {
-        let a = [
-            ("exclusive", Attr::Int(exclusive)),
-            ("reverse", Attr::Int(reverse)),
-        ];
-        eval1("CumSum", &a, &[&x, &axis(0)]).to_f64_vec()
-    };
+    let run = |exclusive, reverse| scan_of_1234("CumSum", exclusive, reverse);
     assert_eq!(run(0, 0), vec![1.0, 3.0, 6.0, 10.0]);
     assert_eq!(run(1, 0), vec![0.0, 1.0, 3.0, 6.0]);
     assert_eq!(run(0, 1), vec![10.0, 9.0, 7.0, 4.0]);
@@ -184,6 +187,48 @@ fn topk_checks_k_and_expands() {
                 &attrs,
                 &[ty(dtype, &shape), type_of(&kt)],
                 &[None, Some(kt.clone())],
+            );
+        }
+    }
+}
+
+#[test]
+fn cumprod_all_four_directions_and_expands() {
+    let run = |exclusive, reverse| scan_of_1234("CumProd", exclusive, reverse);
+    assert_eq!(run(0, 0), vec![1.0, 2.0, 6.0, 24.0]);
+    assert_eq!(run(1, 0), vec![1.0, 1.0, 2.0, 6.0]);
+    assert_eq!(run(0, 1), vec![24.0, 24.0, 12.0, 4.0]);
+    assert_eq!(run(1, 1), vec![24.0, 12.0, 4.0, 1.0]);
+    let m = i64s(&[2, 3], &[-2, 3, 5, 1 << 20, 1 << 21, 3]);
+    let want = i64s(&[2, 3], &[-2, -6, -30, 1 << 20, 1 << 41, 3 << 41]);
+    assert_eq!(eval1("CumProd", &[], &[&m, &axis(1)]), want);
+    assert_eq!(
+        run_expanded("CumProd", &[], &[&m], &[None, Some(axis(1))])[0],
+        want
+    );
+    let msg = infer_err(
+        "CumProd",
+        &[],
+        &[ty(DType::Bool, &[3]), ty(DType::I64, &[])],
+        &[],
+    );
+    assert!(msg.contains("CumProd") && msg.contains("numeric"), "{msg}");
+    for (shape, a, flags) in [
+        (vec![5], 0, (0, 0)),
+        (vec![3, 1, 4], 2, (1, 0)),
+        (vec![3, 1, 4], -3, (0, 1)),
+        (vec![2, 5], 1, (1, 1)),
+    ] {
+        let attrs = [
+            ("exclusive", Attr::Int(flags.0)),
+            ("reverse", Attr::Int(flags.1)),
+        ];
+        for dtype in [DType::F32, DType::I64] {
+            check_expansion(
+                "CumProd",
+                &attrs,
+                &[ty(dtype, &shape), type_of(&axis(a))],
+                &[None, Some(axis(a))],
             );
         }
     }

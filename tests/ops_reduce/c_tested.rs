@@ -15,6 +15,7 @@ pub const C_TESTED: &[&str] = &[
     "ReduceL1",
     "ReduceL2",
     "ReduceLogSum",
+    "ReduceLogSumExp",
     "ReduceMax",
     "ReduceMean",
     "ReduceMin",

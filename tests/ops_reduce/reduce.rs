@@ -9,7 +9,7 @@ use dmove::ir::{Attr, DType, SymExpr, Tensor};
 use dmove::ops::{OpError, TensorType};
 use std::collections::BTreeMap;
 
-const ALL: [&str; 9] = [
+const ALL: [&str; 10] = [
     "ReduceSum",
     "ReduceMean",
     "ReduceMax",
@@ -19,6 +19,7 @@ const ALL: [&str; 9] = [
     "ReduceL2",
     "ReduceSumSquare",
     "ReduceLogSum",
+    "ReduceLogSumExp",
 ];
 
 #[test]
@@ -41,6 +42,12 @@ fn reductions_by_hand() {
         &eval("ReduceLogSum", &row, &ins),
         &[2, 1],
         &[6f64.ln(), 15f64.ln()],
+    );
+    let lse = |v: &[f64]| v.iter().map(|x| x.exp()).sum::<f64>().ln();
+    assert_close(
+        &eval("ReduceLogSumExp", &row, &ins),
+        &[2, 1],
+        &[lse(&[1., 2., 3.]), lse(&[4., 5., 6.])],
     );
     let signed = t(&[2, 2], &[-1., 2., -3., -4.]);
     let l1 = eval("ReduceL1", &[("keepdims", Attr::Int(0))], &[Some(&signed)]);
@@ -176,7 +183,7 @@ fn boolean_max_is_any_and_min_is_all() {
     }
 }
 
-/// ReduceL1, ReduceLogSum and ReduceSumSquare on several shapes, axes (attribute, constant
+/// ReduceL1, ReduceLogSum, ReduceLogSumExp and ReduceSumSquare on several shapes, axes (attribute, constant
 /// input, negative, empty with and without `noop_with_empty_axes`, all) and `keepdims`. The
 /// logarithm's inputs are positive, so its sums are too.
 pub fn l1_logsum_sumsquare_cases() -> Vec<Case> {
@@ -208,7 +215,12 @@ pub fn l1_logsum_sumsquare_cases() -> Vec<Case> {
         ),
     ];
     let mut cases = Vec::new();
-    for op in ["ReduceL1", "ReduceLogSum", "ReduceSumSquare"] {
+    for op in [
+        "ReduceL1",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceSumSquare",
+    ] {
         for (attrs, shape, axes) in &configs {
             let x = if op == "ReduceLogSum" {
                 Operand::Positive(shape.to_vec())

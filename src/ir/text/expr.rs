@@ -227,7 +227,15 @@ const INFIX: [BinOp; 12] = [
 ];
 
 /// Binary operators printed as calls (`pow(a, b)`).
-const CALLS: [BinOp; 4] = [BinOp::Pow, BinOp::Max, BinOp::Min, BinOp::Fmod];
+const CALLS: [BinOp; 7] = [
+    BinOp::Pow,
+    BinOp::Max,
+    BinOp::Min,
+    BinOp::Fmod,
+    BinOp::BitAnd,
+    BinOp::BitOr,
+    BinOp::BitXor,
+];
 
 /// Converts a `texpr` pair.
 pub fn texpr(pair: Pair<Rule>, depth: usize) -> Result<TExpr, Fault> {
@@ -454,6 +462,8 @@ mod tests {
                 TExpr::Const(f64::NAN),
             ),
             TExpr::binary(BinOp::Fmod, a(), TExpr::Const(-2.5)),
+            TExpr::binary(BinOp::BitXor, a(), TExpr::unary(UnOp::Atanh, a())),
+            TExpr::unary(UnOp::Round, TExpr::binary(BinOp::BitAnd, one(), a())),
             TExpr::unary(UnOp::Sigmoid, TExpr::input("exp")),
             TExpr::unary(UnOp::Neg, TExpr::Const(f64::NAN)),
             TExpr::unary(UnOp::Neg, TExpr::Const(f64::INFINITY)),
