@@ -26,6 +26,8 @@ mod recipe_check;
 mod recipe_fmt;
 #[path = "cli/recipe_run.rs"]
 mod recipe_run;
+#[path = "cli/recipe_scripts.rs"]
+mod recipe_scripts;
 #[path = "cli/recipe_support.rs"]
 mod recipe_support;
 #[path = "cli/support.rs"]

@@ -85,6 +85,37 @@ pub struct Checked {
 
 /// The recipe at `path` (see [`load`]), loaded with its modules and checked (load errors
 /// included); every diagnostic is shown and any error stops the command.
+/// The sandbox limits of the scripts a recipe uses (`--script-time`, `--script-ops`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct ScriptLimits {
+    /// Wall-clock limit of each call into a script, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub script_time: f64,
+    /// Operation limit of each call into a script (Rhai operations; 0 = no limit, the time
+    /// limit still holds).
+    #[arg(long, value_name = "N", default_value_t = 200_000_000)]
+    pub script_ops: u64,
+}
+
+impl ScriptLimits {
+    /// Makes these the limits of every script this process loads.
+    pub fn configure(&self) -> Result<(), CliError> {
+        let time = std::time::Duration::try_from_secs_f64(self.script_time).map_err(|_| {
+            CliError::Usage(format!(
+                "--script-time {} is not a duration in seconds",
+                self.script_time
+            ))
+        })?;
+        crate::script::Limits {
+            time,
+            operations: self.script_ops,
+            ..crate::script::Limits::default()
+        }
+        .configure();
+        Ok(())
+    }
+}
+
 pub fn load_checked(path: &Path) -> Result<Checked, CliError> {
     let loaded = load(path);
     let diags = crate::recipe::check::check(&loaded);

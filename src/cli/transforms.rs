@@ -12,9 +12,16 @@ pub struct TransformsArgs {
     /// doc).
     #[arg(long)]
     pub json: bool,
+    /// Load these Rhai scripts first, so the transformations they declare are listed too
+    /// (marked `scripted`).
+    #[arg(long = "script", value_name = "FILE.rhai")]
+    pub scripts: Vec<std::path::PathBuf>,
 }
 
 pub fn transforms(args: &TransformsArgs) -> Result<(), CliError> {
+    for path in &args.scripts {
+        load_script(path)?;
+    }
     let schemas: Vec<&Schema> = crate::transform::all().iter().map(|t| t.schema()).collect();
     if args.json {
         return print_json(&schemas);
@@ -27,9 +34,35 @@ pub fn transforms(args: &TransformsArgs) -> Result<(), CliError> {
     write_output(output_path(None), text.as_bytes())
 }
 
+/// Loads the script at `path` (registering its transformations), or renders why not.
+fn load_script(path: &std::path::Path) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let name = path.display().to_string();
+    crate::script::load(&name, &text, crate::script::Limits::configured()).map_err(|e| {
+        let mut sources = crate::recipe::Sources::default();
+        let file = sources.add(name, text.as_str());
+        eprintln!(
+            "{:?}",
+            miette::Report::new(sources.render(&e.diagnostic(file, &text)))
+        );
+        CliError::Recipe(crate::cli::recipe::RecipeError::Rejected {
+            path: path.to_path_buf(),
+            errors: 1,
+        })
+    })?;
+    Ok(())
+}
+
 /// One transformation as a block: name and level, doc, site roles, parameters.
 fn render(s: &Schema) -> String {
-    let mut out = format!("{} ({:?})\n    {}\n", s.name, s.level, s.doc);
+    let scripted = match crate::transform::lookup(s.name).and_then(|t| t.script_hash()) {
+        Some(hash) => format!(", scripted {}", &hash[..12]),
+        None => String::new(),
+    };
+    let mut out = format!("{} ({:?}{scripted})\n    {}\n", s.name, s.level, s.doc);
     out.push_str("    site:\n");
     for r in s.site {
         out.push_str(&format!("      {}\n", role(r)));

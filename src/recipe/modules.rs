@@ -219,7 +219,7 @@ impl Loader {
         let index = self.push_empty(file, name.clone(), dir);
         self.keys.push(key);
         if is_script {
-            match script::load(&name, text, script::Limits::default()) {
+            match script::load(&name, text, script::Limits::configured()) {
                 Ok(s) => self.modules[index].script = Some(s),
                 Err(e) => self.diagnostics.push(e.diagnostic(file, text)),
             }

@@ -49,6 +49,22 @@ impl Default for Limits {
     }
 }
 
+/// The limits scripts load with in this process unless a caller gives its own: the
+/// command line sets them once (`--script-time`, `--script-ops`) before loading a recipe.
+static CONFIGURED: std::sync::RwLock<Option<Limits>> = std::sync::RwLock::new(None);
+
+impl Limits {
+    /// The limits this process loads scripts with ([`Limits::configure`], else the defaults).
+    pub fn configured() -> Limits {
+        (*CONFIGURED.read().unwrap_or_else(|e| e.into_inner())).unwrap_or_default()
+    }
+
+    /// Sets the limits later script loads in this process use.
+    pub fn configure(self) {
+        *CONFIGURED.write().unwrap_or_else(|e| e.into_inner()) = Some(self);
+    }
+}
+
 /// The value `on_progress` terminates a script with when its time is up; the error carries
 /// it back so [`super::error`] can say "time limit" rather than "terminated".
 pub const TIME_UP: &str = "dmove: time limit";

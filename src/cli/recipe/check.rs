@@ -4,7 +4,9 @@
 //! any difference is printed as a readable diff and fails the command. `--update` rewrites the
 //! lock with the replayed entries instead.
 
-use super::{bindings_of, execute, load_checked, load_model, recipe_name, RecipeError};
+use super::{
+    bindings_of, execute, load_checked, load_model, recipe_name, RecipeError, ScriptLimits,
+};
 use crate::cli::CliError;
 use crate::recipe::lock::{self, compare, compare_header, tool_version, Drift, Lock, LockEntry};
 use crate::recipe::modules::Loaded;
@@ -26,6 +28,8 @@ pub struct CheckArgs {
     /// Seed of the random inputs used for numerics checks.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub script_limits: ScriptLimits,
 }
 
 /// How the entries of one lock fared.
@@ -36,6 +40,7 @@ struct Tally {
 }
 
 pub fn check(args: &CheckArgs) -> Result<(), CliError> {
+    args.script_limits.configure()?;
     let mut tally = Tally::default();
     for file in &args.files {
         if let Err(e) = check_one(file, args, &mut tally) {

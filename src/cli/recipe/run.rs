@@ -5,6 +5,7 @@
 use super::report::{self, Figure, Outputs, Report};
 use super::{
     execute, load_checked, load_model, parse_sets, recipe_name, std_module, user_run, RecipeError,
+    ScriptLimits,
 };
 use crate::cli::{is_onnx, print_json, write_output, Bindings, CliError};
 use crate::codegen::CodegenError;
@@ -49,6 +50,8 @@ pub struct RunArgs {
     /// Seed of the random inputs used for numerics checks and benchmarks.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub script_limits: ScriptLimits,
 }
 
 /// The lock `dmove run` writes for `recipe` without `--lock`.
@@ -60,6 +63,7 @@ pub fn default_lock(recipe: &Path) -> PathBuf {
 }
 
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
+    args.script_limits.configure()?;
     let checked = load_checked(&args.recipe)?;
     let loaded = &checked.loaded;
     let set = parse_sets(&args.set)?;
