@@ -36,6 +36,7 @@ mod reduce;
 mod replicate;
 mod resize;
 mod scan;
+mod scatter;
 mod shape;
 mod slice;
 mod softmax;
@@ -236,6 +237,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         replicate::OPS,
         resize::OPS,
         scan::OPS,
+        scatter::OPS,
         shape::OPS,
         slice::OPS,
         softmax::OPS,
