@@ -9,6 +9,7 @@
 //! in that file's `OPS` table.
 
 mod activation;
+mod attention;
 mod batchnorm;
 pub mod broadcast;
 mod concat;
@@ -21,6 +22,7 @@ pub mod expand;
 pub mod flops;
 mod generate;
 mod groupnorm;
+mod heads;
 mod identity;
 mod index;
 pub mod logic;
@@ -35,6 +37,7 @@ mod pool;
 mod reduce;
 mod replicate;
 mod resize;
+mod rotary;
 mod scan;
 mod scatter;
 mod shape;
@@ -214,6 +217,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
     let mut v: Vec<&'static dyn Operator> = Vec::new();
     for family in [
         activation::OPS,
+        attention::OPS,
         batchnorm::OPS,
         concat::OPS,
         conv::OPS,
@@ -236,6 +240,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         reduce::OPS,
         replicate::OPS,
         resize::OPS,
+        rotary::OPS,
         scan::OPS,
         scatter::OPS,
         shape::OPS,
