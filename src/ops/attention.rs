@@ -23,12 +23,15 @@
 //! asks for double), which is at least the precision `softmax_precision` requests.
 
 mod expand;
+mod visible;
 
 use super::broadcast::{check_unidirectional, source_offsets};
 use super::heads::{grid, HeadLayout};
-use super::support::{arg, input_type, opt_arg, require_float, same_dtype, sym_shape};
+use super::movement::type_of;
+use super::support::{arg, input_type, opt_arg, require_float, same_dtype};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{DType, LibraryNode, SymExpr, Tensor};
+use visible::Visibility;
 
 pub static OPS: &[&dyn Operator] = &[&Attention];
 
@@ -71,10 +74,13 @@ struct Plan {
     /// `None`: `1 / √head`.
     scale: Option<f64>,
     softcap: f64,
-    causal: bool,
+    visible: Visibility,
     mode: QkMode,
     /// The mask's element type, when there is one.
     mask: Option<DType>,
+    /// `[batch, q_heads, q_seq, keys]` the mask broadcasts to (`keys` may be shorter than the
+    /// key sequence from opset 24 on).
+    mask_shape: Vec<SymExpr>,
     /// The type scores and statistics are computed in.
     work: DType,
 }
@@ -138,6 +144,13 @@ impl Plan {
         let past = Self::past(inputs, &batch, &kl, &vl)?;
         let total = (past.clone() + kv_seq.clone()).simplify();
         let q_seq = ql.seq(&q.shape).clone();
+        let mut mask_shape = vec![
+            batch.clone(),
+            ql.heads.clone(),
+            q_seq.clone(),
+            total.clone(),
+        ];
+        let mut mask_len = None;
         let mask = match inputs.get(3).and_then(|t| t.as_ref()) {
             Some(m) => {
                 if m.dtype != DType::Bool && m.dtype != q.dtype {
@@ -146,16 +159,40 @@ impl Plan {
                         format!("attn_mask must be bool or {}, got {}", q.dtype, m.dtype),
                     ));
                 }
-                let full = [
-                    batch.clone(),
-                    ql.heads.clone(),
-                    q_seq.clone(),
-                    total.clone(),
-                ];
-                check_unidirectional(OP, "attn_mask", &m.shape, &full)?;
+                let keys = m.shape.last().and_then(SymExpr::as_int);
+                if let (Some(k), Some(t)) = (keys, total.as_int()) {
+                    if k > 1 && k < t {
+                        mask_len = Some(SymExpr::Int(k));
+                        mask_shape[3] = SymExpr::Int(k);
+                    }
+                }
+                check_unidirectional(OP, "attn_mask", &m.shape, &mask_shape)?;
                 Some(m.dtype)
             }
             None => None,
+        };
+        let nonpad = match inputs.get(6).and_then(|t| t.as_ref()) {
+            Some(n) if n.dtype == DType::I64 && n.shape == [batch.clone()] => true,
+            Some(n) => {
+                return Err(OpError::shape(
+                    OP,
+                    format!(
+                        "nonpad_kv_seqlen must be int64 [batch], got {} {:?}",
+                        n.dtype, n.shape
+                    ),
+                ))
+            }
+            None => false,
+        };
+        let window = |attr: &str| node.int(attr).filter(|&w| w >= 0);
+        let visible = Visibility {
+            causal: node.int("is_causal").unwrap_or(0) != 0,
+            past: inputs.get(4).and_then(|t| t.as_ref()).map(|_| past.clone()),
+            nonpad,
+            q_seq: q_seq.clone(),
+            mask_len,
+            left: window("left_window_size"),
+            right: window("right_window_size"),
         };
         let softcap = node.float("softcap").unwrap_or(0.0);
         if softcap.is_nan() || softcap < 0.0 {
@@ -186,9 +223,10 @@ impl Plan {
             group,
             scale: node.float("scale"),
             softcap,
-            causal: node.int("is_causal").unwrap_or(0) != 0,
+            visible,
             mode,
             mask,
+            mask_shape,
             work: if wide { DType::F64 } else { DType::F32 },
         })
     }
@@ -263,7 +301,7 @@ impl Operator for Attention {
     }
 
     fn input_count(&self) -> (usize, usize) {
-        (3, 6)
+        (3, 7)
     }
 
     fn output_count(&self) -> usize {
@@ -283,10 +321,7 @@ impl Operator for Attention {
     }
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
-        let types: Vec<Option<TensorType>> = inputs
-            .iter()
-            .map(|t| t.map(|t| TensorType::new(t.dtype(), sym_shape(&t.shape))))
-            .collect();
+        let types: Vec<Option<TensorType>> = inputs.iter().map(|t| t.map(type_of)).collect();
         let plan = Plan::new(node, &types)?;
         let (q, k, v) = (
             arg(OP, inputs, 0)?,
@@ -313,8 +348,10 @@ impl Operator for Attention {
         let keys = present(opt_arg(inputs, 4), k, &plan.k, head);
         let values = present(opt_arg(inputs, 5), v, &plan.v, v_head);
         let scale = plan.scale.unwrap_or(1.0 / (head as f64).sqrt());
-        let full = [batch, heads, q_seq, total];
-        let mask = opt_arg(inputs, 3).map(|m| (m, source_offsets(&m.shape, &full)));
+        let mask_keys = size(&plan.mask_shape[3]);
+        let mask_full = [batch, heads, q_seq, mask_keys];
+        let mask = opt_arg(inputs, 3).map(|m| (m, source_offsets(&m.shape, &mask_full)));
+        let nonpad = opt_arg(inputs, 6).map(Tensor::to_i64_vec);
         let y_shape: Vec<usize> = plan
             .y
             .shape(&plan.batch, &plan.q_seq)
@@ -343,14 +380,17 @@ impl Operator for Attention {
             };
             let biased: Vec<f64> = (0..total)
                 .map(|t| {
-                    let at = ((b * heads + h) * q_seq + s) * total + t;
+                    let n = nonpad.as_ref().map(|n| n[b]);
+                    if plan.visible.hidden(s as i64, t as i64, n) {
+                        return f64::NEG_INFINITY;
+                    }
+                    let at = ((b * heads + h) * q_seq + s) * mask_keys + t;
                     let mask_bias = mask.as_ref().map_or(0.0, |(m, src)| match m.dtype() {
                         DType::Bool if m.get_f64(src[at]) == 0.0 => f64::NEG_INFINITY,
                         DType::Bool => 0.0,
                         _ => m.get_f64(src[at]),
                     });
-                    let hidden = plan.causal && t > s + past;
-                    capped[t] + mask_bias + if hidden { f64::NEG_INFINITY } else { 0.0 }
+                    capped[t] + mask_bias
                 })
                 .collect();
             let max = biased.iter().copied().fold(f64::NEG_INFINITY, f64::max);

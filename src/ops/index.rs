@@ -28,6 +28,33 @@ pub(super) fn require_indices(op: &str, t: &TensorType) -> Result<(), OpError> {
     }
 }
 
+/// Requires int64 indices (GatherND and ScatterND accept no other type).
+pub(super) fn require_int64(op: &str, t: &TensorType) -> Result<(), OpError> {
+    match t.dtype {
+        DType::I64 => Ok(()),
+        other => Err(OpError::shape(
+            op,
+            format!("indices must be int64, got {other}"),
+        )),
+    }
+}
+
+/// The length of the index tuples in the last dimension of `indices` (GatherND, ScatterND),
+/// which must be a known size: it decides how many data dimensions a tuple addresses.
+pub(super) fn tuple_len(op: &str, indices: &[SymExpr]) -> Result<usize, OpError> {
+    let last = indices
+        .last()
+        .ok_or_else(|| OpError::shape(op, "indices must have rank at least 1"))?;
+    last.as_int()
+        .and_then(|k| usize::try_from(k).ok())
+        .ok_or_else(|| {
+            OpError::unsupported(
+                op,
+                format!("the last indices dimension ({last}) must be a known size"),
+            )
+        })
+}
+
 /// Resolves a gathered index against an axis of `extent` elements: `[-extent, extent)` is
 /// valid, negative values count from the end.
 pub(super) fn wrap_index(op: &str, index: i64, extent: usize) -> Result<usize, OpError> {
@@ -350,16 +377,7 @@ impl GatherND {
                 let limit = q.min(r);
                 OpError::attr(op, "batch_dims", format!("{b} is outside [0, {limit})"))
             })?;
-        let k = indices[q - 1]
-            .as_int()
-            .and_then(|k| usize::try_from(k).ok())
-            .ok_or_else(|| {
-                let last = &indices[q - 1];
-                OpError::unsupported(
-                    op,
-                    format!("the last indices dimension ({last}) must be a known size"),
-                )
-            })?;
+        let k = tuple_len(op, indices)?;
         if k == 0 || k > r - b {
             return Err(OpError::shape(
                 op,
@@ -399,12 +417,7 @@ impl Operator for GatherND {
         check_arity(self, inputs.len())?;
         let data = input_type("GatherND", inputs, 0)?;
         let indices = input_type("GatherND", inputs, 1)?;
-        if indices.dtype != DType::I64 {
-            return Err(OpError::shape(
-                "GatherND",
-                format!("indices must be int64, got {}", indices.dtype),
-            ));
-        }
+        require_int64("GatherND", indices)?;
         let (_, shape) = Self::dims(node, &data.shape, &indices.shape)?;
         Ok(vec![TensorType::new(data.dtype, shape)])
     }

@@ -16,11 +16,11 @@
 use super::broadcast::{check_unidirectional, source_index, source_offsets};
 use super::reduce::divide_by;
 use super::support::{
-    arg, dim_product, element_map, fill_map, input_type, opt_arg, params_over, require_float,
-    resolve_axis, same_dtype, Moments, Read,
+    arg, dim_product, element_map, fill_map, input_type, opt_arg, params_over, per_output_element,
+    require_float, resolve_axis, same_dtype, Moments, Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp, Wcr};
+use crate::ir::{BinOp, DType, LibraryNode, Range, SymExpr, TExpr, Tensor, UnOp, Wcr};
 
 pub static OPS: &[&dyn Operator] = &[&LayerNormalization, &RMSNormalization];
 
@@ -36,7 +36,34 @@ struct Attrs {
     epsilon: f64,
 }
 
+/// How a normalization over the dimensions from `axis` groups the elements of X in an
+/// expansion: the statistics' shape (normalised dimensions kept with extent 1), the map
+/// parameters over X and their symbols, each element's statistics index, elements per group.
+struct Groups {
+    stat_shape: Vec<SymExpr>,
+    params: Vec<(String, Range)>,
+    idx: Vec<SymExpr>,
+    stat_idx: Vec<SymExpr>,
+    count: SymExpr,
+}
+
 impl Attrs {
+    fn groups(&self, shape: &[SymExpr]) -> Groups {
+        let rank = shape.len();
+        let mut stat_shape = shape[..self.axis].to_vec();
+        stat_shape.resize(rank, SymExpr::Int(1));
+        let (params, idx) = params_over("i", shape);
+        let mut stat_idx = idx[..self.axis].to_vec();
+        stat_idx.resize(rank, SymExpr::Int(0));
+        Groups {
+            stat_shape,
+            params,
+            idx,
+            stat_idx,
+            count: dim_product(&shape[self.axis..]),
+        }
+    }
+
     /// The attributes both normalizations share (`axis`, `epsilon`, `stash_type`), checked for
     /// operator `op`. Only `stash_type = 1` is accepted: statistics are computed in at least
     /// single precision, which is what it asks for.
@@ -145,13 +172,13 @@ impl Operator for LayerNormalization {
         let (y, _) = ctx.output(0)?.clone();
         let at = Attrs::read(self.name(), ctx.node, desc.shape.len())?;
         let label = ctx.label.clone();
-        let rank = desc.shape.len();
-        let mut stat_shape = desc.shape[..at.axis].to_vec();
-        stat_shape.resize(rank, SymExpr::Int(1));
-        let (params, idx) = params_over("i", &desc.shape);
-        let mut stat_idx = idx[..at.axis].to_vec();
-        stat_idx.resize(rank, SymExpr::Int(0));
-        let n = dim_product(&desc.shape[at.axis..]);
+        let Groups {
+            stat_shape,
+            params,
+            idx,
+            stat_idx,
+            count: n,
+        } = at.groups(&desc.shape);
 
         let mut stat = |i: usize, suffix: &str| match ctx.outputs.get(i).and_then(|x| x.as_ref()) {
             Some((name, _)) => name.clone(),
@@ -201,10 +228,7 @@ impl Operator for LayerNormalization {
 
     fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {
         // Per element: mean (2), variance (4), normalisation (4); invstd is per group.
-        outputs
-            .first()
-            .and_then(TensorType::static_shape)
-            .map_or(0, |s| 10 * s.iter().product::<usize>() as u64)
+        per_output_element(outputs, 10)
     }
 }
 
@@ -261,13 +285,13 @@ impl Operator for RMSNormalization {
         let (y, _) = ctx.output(0)?.clone();
         let at = Attrs::read(self.name(), ctx.node, desc.shape.len())?;
         let label = ctx.label.clone();
-        let rank = desc.shape.len();
-        let mut stat_shape = desc.shape[..at.axis].to_vec();
-        stat_shape.resize(rank, SymExpr::Int(1));
-        let (params, idx) = params_over("i", &desc.shape);
-        let mut stat_idx = idx[..at.axis].to_vec();
-        stat_idx.resize(rank, SymExpr::Int(0));
-        let n = dim_product(&desc.shape[at.axis..]);
+        let Groups {
+            stat_shape,
+            params,
+            idx,
+            stat_idx,
+            count: n,
+        } = at.groups(&desc.shape);
         let ms = ctx.b.transient(
             &format!("{label}_mean_square"),
             DType::F32,
@@ -311,9 +335,6 @@ impl Operator for RMSNormalization {
 
     fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {
         // Per element: the square accumulated (3) and the scaling (4).
-        outputs
-            .first()
-            .and_then(TensorType::static_shape)
-            .map_or(0, |s| 7 * s.iter().product::<usize>() as u64)
+        per_output_element(outputs, 7)
     }
 }

@@ -14,7 +14,10 @@
 
 use super::heads::{grid, HeadLayout};
 use super::index::{lookup_map, wrap_index, wrapped};
-use super::support::{arg, input_type, opt_arg, params_over, require_float, same_dtype, sym_shape};
+use super::movement::type_of;
+use super::support::{
+    arg, input_type, opt_arg, params_over, per_output_element, require_float, same_dtype, sym_shape,
+};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::In;
 use crate::ir::{BinOp, DType, Dim, LibraryNode, Range, Subset, SymExpr, TExpr, Tensor};
@@ -147,10 +150,7 @@ impl Operator for RotaryEmbedding {
         let x = arg(OP, inputs, 0)?;
         let (cos, sin) = (arg(OP, inputs, 1)?, arg(OP, inputs, 2)?);
         let ids = opt_arg(inputs, 3);
-        let types: Vec<Option<TensorType>> = inputs
-            .iter()
-            .map(|t| t.map(|t| TensorType::new(t.dtype(), sym_shape(&t.shape))))
-            .collect();
+        let types: Vec<Option<TensorType>> = inputs.iter().map(|t| t.map(type_of)).collect();
         self.infer(node, &types, &[])?;
         let layout = Layout::new(node, &sym_shape(&x.shape))?;
         let half = layout.rotated as usize / 2;
@@ -265,9 +265,6 @@ impl Operator for RotaryEmbedding {
 
     fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {
         // Per rotated element: two products and a sum.
-        outputs
-            .first()
-            .and_then(TensorType::static_shape)
-            .map_or(0, |s| 3 * s.iter().product::<usize>() as u64)
+        per_output_element(outputs, 3)
     }
 }

@@ -20,10 +20,11 @@
 //! error in `eval`; in the expansion it names no element, so its update is dropped.
 
 use super::index::{axis_attr, axis_window, check_within, window_indices, wrap_index, wrapped};
-use super::index::{lookup_map, require_indices};
+use super::index::{lookup_map, require_indices, require_int64, tuple_len};
+use super::movement::type_of;
 use super::support::{
-    arg, dim_product, element_map, fill_map, input_type, offset, params_over, same_dtype,
-    sym_shape, unravel, Read,
+    arg, dim_product, element_map, fill_map, input_type, offset, params_over, same_dtype, unravel,
+    Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::In;
@@ -152,10 +153,8 @@ impl Operator for ScatterElements {
         let data = arg(op, inputs, 0)?;
         let indices = arg(op, inputs, 1)?;
         let updates = arg(op, inputs, 2)?;
-        let types: Vec<Option<TensorType>> = [data, indices, updates]
-            .iter()
-            .map(|t| Some(TensorType::new(t.dtype(), sym_shape(&t.shape))))
-            .collect();
+        let types: Vec<Option<TensorType>> =
+            [data, indices, updates].map(|t| Some(type_of(t))).to_vec();
         self.infer(node, &types, &[])?;
         let red = reduction(op, node)?;
         let axis = axis_attr(op, node, data.shape.len())?;
@@ -276,12 +275,7 @@ impl ScatterND {
         updates: &TensorType,
     ) -> Result<usize, OpError> {
         let op = "ScatterND";
-        if indices.dtype != DType::I64 {
-            return Err(OpError::shape(
-                op,
-                format!("indices must be int64, got {}", indices.dtype),
-            ));
-        }
+        require_int64(op, indices)?;
         let (r, q) = (data.shape.len(), indices.shape.len());
         if r == 0 || q == 0 {
             return Err(OpError::shape(
@@ -289,16 +283,7 @@ impl ScatterND {
                 "data and indices must have rank at least 1",
             ));
         }
-        let k = indices.shape[q - 1]
-            .as_int()
-            .and_then(|k| usize::try_from(k).ok())
-            .ok_or_else(|| {
-                let last = &indices.shape[q - 1];
-                OpError::unsupported(
-                    op,
-                    format!("the last indices dimension ({last}) must be a known size"),
-                )
-            })?;
+        let k = tuple_len(op, &indices.shape)?;
         if k > r {
             return Err(OpError::shape(
                 op,
@@ -312,10 +297,7 @@ impl ScatterND {
     }
 
     fn types(inputs: &[Option<&Tensor>]) -> Result<[TensorType; 3], OpError> {
-        let t = |i| -> Result<TensorType, OpError> {
-            let x = arg("ScatterND", inputs, i)?;
-            Ok(TensorType::new(x.dtype(), sym_shape(&x.shape)))
-        };
+        let t = |i| arg("ScatterND", inputs, i).map(type_of);
         Ok([t(0)?, t(1)?, t(2)?])
     }
 }

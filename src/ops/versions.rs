@@ -49,10 +49,7 @@ pub static TABLE: &[OnnxVersions] = &[
     v("And", &[1, 7], &[]),
     v("ArgMax", &[1, 11, 12, 13], &[]),
     v("ArgMin", &[1, 11, 12, 13], &[]),
-    v("Attention", &[23], &[
-        (24, "the nonpad_kv_seqlen input and masks shorter than the key sequence"),
-        (25, "sliding-window attention (left_window_size, right_window_size)"),
-    ]),
+    v("Attention", &[23, 24, 25], &[]),
     v("AveragePool", &[1, 7, 10, 11, 19, 22], &[]),
     v("BatchNormalization", &[1, 6, 7, 9, 14, 15], &[]),
     v("Cast", &[1, 6, 9, 13, 19, 21, 23, 24, 25, 28], &[]),

@@ -72,6 +72,42 @@ fn causal_frontier_counts_the_cache_and_masked_rows_are_zero() {
 }
 
 #[test]
+fn padding_short_masks_and_windows_hide_keys() {
+    // Four keys with values 1, 2, 4, 8 and equal scores: the output averages the visible ones.
+    let q = t(&[1, 1, 2, 1], &[0.0, 0.0]);
+    let k = t(&[1, 1, 4, 1], &[0.0; 4]);
+    let v = t(&[1, 1, 4, 1], &[1.0, 2.0, 4.0, 8.0]);
+    let run = |a: &[(&str, Attr)], mask: Option<&Tensor>, nonpad: Option<&Tensor>| {
+        eval(
+            OP,
+            a,
+            &[Some(&q), Some(&k), Some(&v), mask, None, None, nonpad],
+        )
+        .remove(0)
+    };
+    // nonpad 3 with is_causal: offset 3 - 2 = 1, so query 0 sees keys 0..=1, query 1 keys 0..=2.
+    let three = Tensor::i64(vec![1], vec![3]);
+    let causal = [("is_causal", Attr::Int(1))];
+    assert_close(
+        &run(&causal, None, Some(&three)),
+        &[1, 1, 2, 1],
+        &[1.5, 7.0 / 3.0],
+    );
+    // A mask over two keys hides the other two.
+    let short = t(&[2], &[0.0, 0.0]);
+    assert_close(&run(&[], Some(&short), None), &[1, 1, 2, 1], &[1.5, 1.5]);
+    // A window of one key to the left and none to the right: query s sees s - 1 ..= s.
+    let window = [
+        ("left_window_size", Attr::Int(1)),
+        ("right_window_size", Attr::Int(0)),
+    ];
+    assert_close(&run(&window, None, None), &[1, 1, 2, 1], &[1.0, 1.5]);
+    // A negative offset (nonpad 1 < 2 queries) with is_causal leaves query 0 no key: zeros.
+    let one = Tensor::i64(vec![1], vec![1]);
+    assert_close(&run(&causal, None, Some(&one)), &[1, 1, 2, 1], &[0.0, 1.0]);
+}
+
+#[test]
 fn checks_heads_caches_and_masks() {
     let msg = infer_err(
         OP,
@@ -109,7 +145,7 @@ fn checks_heads_caches_and_masks() {
         Some(ty(&[1, 2, 5, 4])),
     ];
     let mut with_mask = base.to_vec();
-    with_mask.push(Some(ty(&[3, 4])));
+    with_mask.push(Some(ty(&[2, 5])));
     let msg = infer_err(OP, &[], &with_mask);
     assert!(msg.contains("attn_mask"), "{msg}");
     let mut half_cache = base.to_vec();

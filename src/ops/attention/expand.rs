@@ -10,8 +10,13 @@
 //!    whose maximum is −∞ gives zeros;
 //! 5. `Y = P V`, a wcr-sum contraction written in Y's layout; the `qk_matmul_output` copy.
 
+use super::visible::NONPAD;
 use super::{Plan, QkMode};
-use crate::ir::{BinOp, DType, Range, SymExpr, TExpr, UnOp, Wcr};
+use crate::ir::{BinOp, DType, Dim, Range, Subset, SymExpr, TExpr, UnOp, Wcr};
+
+fn minus_inf() -> TExpr {
+    TExpr::Const(f64::NEG_INFINITY)
+}
 use crate::ops::broadcast::source_index;
 use crate::ops::heads::HeadLayout;
 use crate::ops::support::{element_map, fill_map, params_over, Read};
@@ -30,6 +35,7 @@ pub struct Stages<'p> {
     k: Heads,
     v: Heads,
     mask: Option<(String, Vec<SymExpr>)>,
+    nonpad: Option<String>,
     label: String,
 }
 
@@ -54,6 +60,7 @@ impl<'p> Stages<'p> {
             k: heads(1, &plan.k)?,
             v: heads(2, &plan.v)?,
             mask,
+            nonpad: ctx.inputs.get(6).cloned().flatten().map(|(name, _)| name),
             label: ctx.label.clone(),
         })
     }
@@ -249,31 +256,56 @@ impl<'p> Stages<'p> {
 
     fn biased(&self, ctx: &mut ExpandCtx, capped: &str) -> String {
         let plan = self.plan;
-        if plan.mask.is_none() && !plan.causal {
+        let hidden = {
+            let (_, i) = score_space(plan);
+            plan.visible.hidden_expr(&i[2], &i[3])
+        };
+        if plan.mask.is_none() && hidden.is_none() {
             return capped.to_string();
         }
         let (_, i) = score_space(plan);
-        let minus_inf = || TExpr::Const(f64::NEG_INFINITY);
         let mut value = TExpr::input("x");
         let mut reads = Vec::new();
         if let (Some((mask, shape)), Some(dtype)) = (&self.mask, plan.mask) {
-            reads.push(Read::new("m", mask, source_index(shape, &i)));
+            let (read, m) = self.mask_read(mask, shape, &i);
+            reads.push(read);
             let bias = match dtype {
-                DType::Bool => TExpr::select(TExpr::input("m"), TExpr::Const(0.0), minus_inf()),
-                _ => TExpr::input("m"),
+                DType::Bool => TExpr::select(m, TExpr::Const(0.0), minus_inf()),
+                _ => m,
             };
             value = TExpr::binary(BinOp::Add, value, bias);
         }
-        if plan.causal {
-            let frontier = (i[2].clone() + plan.past.clone()).simplify();
-            let hidden = TExpr::binary(
-                BinOp::Gt,
-                TExpr::Index(i[3].clone()),
-                TExpr::Index(frontier),
-            );
+        if let Some(hidden) = hidden {
+            if let Some(nonpad) = &self.nonpad {
+                reads.push(Read::new(NONPAD, nonpad, vec![i[0].clone()]));
+            }
             value = TExpr::select(hidden, minus_inf(), value);
         }
         self.pointwise(ctx, capped, "biased", reads, value)
+    }
+
+    /// The read of the mask element for scores element `i` and its value: a plain broadcast
+    /// read, or, for a mask shorter than the keys, an element read along its key dimension
+    /// clamped into it (the keys past it are hidden by `visible::Visibility`).
+    fn mask_read<'m>(&self, mask: &'m str, shape: &[SymExpr], i: &[SymExpr]) -> (Read<'m>, TExpr) {
+        let at = source_index(shape, i);
+        let Some(len) = &self.plan.visible.mask_len else {
+            return (Read::new("m", mask, at), TExpr::input("m"));
+        };
+        let mut subset: Vec<Dim> = at.into_iter().map(Dim::Index).collect();
+        let last = subset.len() - 1;
+        subset[last] = Dim::Range(Range::upto(len.clone()));
+        let mut index = vec![TExpr::Const(0.0); last];
+        let inside = (len.clone() - SymExpr::Int(1)).simplify();
+        index.push(TExpr::binary(
+            BinOp::Min,
+            TExpr::Index(i[3].clone()),
+            TExpr::Index(inside),
+        ));
+        (
+            Read::window("m", mask, Subset(subset)),
+            TExpr::element("m", index),
+        )
     }
 
     /// The softmax over keys, in three passes; rows that are entirely −∞ become zeros.
