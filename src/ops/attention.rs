@@ -1,7 +1,9 @@
-//! Attention (opset 23): scaled dot-product attention over `Q`, `K`, `V` with multi-head,
+//! Attention (opsets 23–25): scaled dot-product attention over `Q`, `K`, `V` with multi-head,
 //! grouped-query (GQA) and multi-query head counts, an optional boolean or additive mask, a causal
-//! frontier, softcapping, a key/value cache (`past_*` in, `present_*` out) and the
-//! `qk_matmul_output` debug output in all four modes.
+//! frontier, softcapping, a key/value cache (`past_*` in, `present_*` out), the
+//! `qk_matmul_output` debug output in all four modes, and the later additions that hide keys
+//! (padding by `nonpad_kv_seqlen` and short masks from 24, sliding windows from 25; see
+//! `attention/visible.rs`).
 //!
 //! `Y = softmax(cap(scale · Q Kᵀ) + bias) V` per (batch, query head), where query head `h` reads
 //! key/value head `h / (q_heads / kv_heads)`, `cap(x) = c · tanh(x / c)` when `softcap = c > 0`,
@@ -40,8 +42,8 @@ const OP: &str = "Attention";
 /// ONNX's code for `double`, the one `softmax_precision` that widens the computation.
 const ONNX_DOUBLE: i64 = 11;
 
-/// `Attention(Q, K, V, attn_mask?, past_key?, past_value?) -> (Y, present_key?,
-/// present_value?, qk_matmul_output?)`.
+/// `Attention(Q, K, V, attn_mask?, past_key?, past_value?, nonpad_kv_seqlen?) -> (Y,
+/// present_key?, present_value?, qk_matmul_output?)`.
 pub struct Attention;
 
 /// What the `qk_matmul_output` output holds.

@@ -120,7 +120,7 @@ fn expansion_matches_on_awkward_shapes() {
         let il = ("interleaved", Attr::Int(interleaved));
         check_expansion(
             OP,
-            &[il.clone()],
+            std::slice::from_ref(&il),
             &[
                 Some(ty(&[2, 3, 5, 6])),
                 Some(ty(&[2, 5, 3])),
