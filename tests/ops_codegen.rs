@@ -35,8 +35,12 @@ const COVERED_ELSEWHERE: &[&str] = &[
     "EyeLike",
     "Gather",
     "GatherElements",
+    "GatherND",
     "Not",
     "Range",
+    "Scatter",
+    "ScatterElements",
+    "ScatterND",
     "Shape",
     "Size",
     "TopK",
@@ -212,6 +216,43 @@ fn cases() -> Vec<Case> {
         "LayerNormalization",
         none(),
         vec![var(&[2, 3, 5]), var(&[5]), var(&[5])],
+    ));
+    v.push((
+        "RMSNormalization",
+        attrs(&[("axis", Attr::Int(1)), ("epsilon", Attr::Float(0.01))]),
+        vec![var(&[2, 3, 5]), var(&[1, 5])],
+    ));
+    let ids = |shape: &[i64]| {
+        let dims = shape.iter().map(|&d| SymExpr::Int(d)).collect();
+        (Some(TensorType::new(DType::I64, dims)), None)
+    };
+    v.push((
+        "RotaryEmbedding",
+        attrs(&[("rotary_embedding_dim", Attr::Int(4))]),
+        vec![var(&[2, 3, 5, 6]), var(&[2, 5, 2]), var(&[2, 5, 2])],
+    ));
+    v.push((
+        "RotaryEmbedding",
+        attrs(&[("interleaved", Attr::Int(1)), ("num_heads", Attr::Int(2))]),
+        vec![var(&[1, 3, 8]), var(&[7, 2]), var(&[7, 2]), ids(&[1, 3])],
+    ));
+    v.push((
+        "Attention",
+        attrs(&[
+            ("q_num_heads", Attr::Int(4)),
+            ("kv_num_heads", Attr::Int(2)),
+            ("is_causal", Attr::Int(1)),
+            ("softcap", Attr::Float(2.0)),
+            ("qk_matmul_output_mode", Attr::Int(2)),
+        ]),
+        vec![
+            var(&[2, 3, 8]),
+            var(&[2, 2, 4]),
+            var(&[2, 2, 6]),
+            var(&[3, 5]),
+            var(&[2, 2, 3, 2]),
+            var(&[2, 2, 3, 3]),
+        ],
     ));
     v.push((
         "Transpose",

@@ -16,6 +16,8 @@ mod generate;
 mod logic;
 #[path = "ops_index/scan.rs"]
 mod scan;
+#[path = "ops_index/scatter.rs"]
+mod scatter;
 
 use dmove::check::{expansion_matches, single_op_program};
 use dmove::ir::{Attr, DType, LibraryNode, NodeKind, Program, SymExpr, Tensor};

@@ -3,6 +3,8 @@
 
 #[path = "ops_transformer/activation.rs"]
 mod activation;
+#[path = "ops_transformer/attention.rs"]
+mod attention;
 #[path = "ops_transformer/elementwise.rs"]
 mod elementwise;
 #[path = "ops_transformer/math.rs"]
@@ -11,6 +13,8 @@ mod math;
 mod matmul;
 #[path = "ops_transformer/norm.rs"]
 mod norm;
+#[path = "ops_transformer/rotary.rs"]
+mod rotary;
 #[path = "ops_transformer/shape.rs"]
 mod shape;
 #[path = "ops_transformer/softmax.rs"]

@@ -9,6 +9,7 @@
 //! in that file's `OPS` table.
 
 mod activation;
+mod attention;
 mod batchnorm;
 mod bitwise;
 pub mod broadcast;
@@ -23,6 +24,7 @@ pub mod expand;
 pub mod flops;
 mod generate;
 mod groupnorm;
+mod heads;
 mod identity;
 mod index;
 pub mod logic;
@@ -38,7 +40,9 @@ mod pool;
 mod reduce;
 mod replicate;
 mod resize;
+mod rotary;
 mod scan;
+mod scatter;
 mod shape;
 mod slice;
 mod softmax;
@@ -216,6 +220,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
     let mut v: Vec<&'static dyn Operator> = Vec::new();
     for family in [
         activation::OPS,
+        attention::OPS,
         batchnorm::OPS,
         bitwise::OPS,
         concat::OPS,
@@ -241,7 +246,9 @@ pub fn all() -> Vec<&'static dyn Operator> {
         reduce::OPS,
         replicate::OPS,
         resize::OPS,
+        rotary::OPS,
         scan::OPS,
+        scatter::OPS,
         shape::OPS,
         slice::OPS,
         softmax::OPS,

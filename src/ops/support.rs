@@ -93,7 +93,15 @@ pub fn dim_product(dims: &[SymExpr]) -> SymExpr {
         .simplify()
 }
 
-/// Static dimensions of a concrete tensor as symbolic ones.
+/// `per_element` operations for every element of the first output (0 when its shape is
+/// symbolic): the FLOP count of operators whose work is a fixed amount per output element.
+pub fn per_output_element(outputs: &[TensorType], per_element: u64) -> u64 {
+    outputs
+        .first()
+        .and_then(TensorType::static_shape)
+        .map_or(0, |s| per_element * s.iter().product::<usize>() as u64)
+}
+
 /// The most elements a tensor that dmove computes while importing or interpreting may have
 /// (2^31, 8 GiB of f32): a model that asks for more gets an error, not an abort.
 pub const MAX_ELEMENTS: usize = 1 << 31;
@@ -111,6 +119,7 @@ pub fn element_count(op: &str, shape: &[usize]) -> Result<usize, OpError> {
         })
 }
 
+/// Static dimensions of a concrete tensor as symbolic ones.
 pub fn sym_shape(shape: &[usize]) -> Vec<SymExpr> {
     shape.iter().map(|&d| SymExpr::from(d)).collect()
 }
@@ -132,16 +141,21 @@ pub fn offset(idx: &[usize], strides: &[usize]) -> usize {
     idx.iter().zip(strides).map(|(i, s)| i * s).sum()
 }
 
-/// One tasklet read inside an element map: connector, container and element index.
+/// One tasklet read inside an element map: connector, container and the subset it covers
+/// (one element, or a window the tasklet reads by element at computed indices).
 pub struct Read<'a> {
     pub conn: &'a str,
     pub data: &'a str,
-    pub idx: Vec<SymExpr>,
+    pub subset: Subset,
 }
 
 impl<'a> Read<'a> {
     pub fn new(conn: &'a str, data: &'a str, idx: Vec<SymExpr>) -> Self {
-        Read { conn, data, idx }
+        Read::window(conn, data, Subset::element(idx))
+    }
+
+    pub fn window(conn: &'a str, data: &'a str, subset: Subset) -> Self {
+        Read { conn, data, subset }
     }
 }
 
@@ -178,7 +192,7 @@ pub fn element_map(
     b.map(label, params_ref, Schedule::Sequential, |b| {
         let ins = reads
             .into_iter()
-            .map(|r| In(r.conn, r.data, Subset::element(r.idx)))
+            .map(|r| In(r.conn, r.data, r.subset))
             .collect();
         b.tasklet(
             label,

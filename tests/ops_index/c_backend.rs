@@ -213,3 +213,43 @@ fn math_predicates_and_rounding_compile_on_special_values() {
     let wide = f32s(&[4], &[1.0, 1.5, 10.0, 1e4]);
     c_matches("Acosh", &[], &[Some(&wide)], &[]);
 }
+
+#[test]
+fn gathers_and_scatters_by_tuples_compile() {
+    let data = f32s(
+        &[3, 4, 2],
+        &(0..24).map(|i| i as f32 * 0.5).collect::<Vec<_>>(),
+    );
+    let tuples = i64s(&[2, 2], &[2, -1, 0, 1]);
+    c_matches("GatherND", &[], &[Some(&data), Some(&tuples)], &[]);
+    let batched = i64s(&[3, 1], &[3, -4, 1]);
+    let b1 = [("batch_dims", Attr::Int(1))];
+    c_matches("GatherND", &b1, &[Some(&data), Some(&batched)], &[]);
+    let upd = f32s(&[2, 2], &[1.5, -2.0, 3.0, 0.25]);
+    let dup = i64s(&[2, 2], &[2, -1, 2, 3]);
+    let ints = i64s(&[3, 4], &(0..12).map(|i| (i << 20) + i).collect::<Vec<_>>());
+    let int_upd = i64s(&[2], &[-(1 << 25), 7]);
+    for name in ["none", "add", "mul", "max", "min"] {
+        let a = [("reduction", Attr::Str(name.into()))];
+        c_matches("ScatterND", &a, &[Some(&data), Some(&dup), Some(&upd)], &[]);
+        c_matches(
+            "ScatterND",
+            &a,
+            &[Some(&ints), Some(&dup), Some(&int_upd)],
+            &[],
+        );
+        let along = [("axis", Attr::Int(1)), a[0].clone()];
+        let idx = i64s(&[2, 2], &[3, 3, -1, 0]);
+        let upd = f32s(&[2, 2], &[1.0, 2.0, -3.0, 4.0]);
+        let data = f32s(&[3, 4], &(0..12).map(|i| i as f32).collect::<Vec<_>>());
+        c_matches(
+            "ScatterElements",
+            &along,
+            &[Some(&data), Some(&idx), Some(&upd)],
+            &[],
+        );
+    }
+    let idx = i64s(&[1, 2], &[-1, 2]);
+    let row = i64s(&[1, 2], &[-(1 << 25), 7]);
+    c_matches("Scatter", &[], &[Some(&ints), Some(&idx), Some(&row)], &[]);
+}

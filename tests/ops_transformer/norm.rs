@@ -1,4 +1,7 @@
-use super::{assert_close, attrs, check_expansion, eval, infer, infer_err, sym_ty, t, ty, Attrs};
+use super::{
+    assert_close, attrs, check_expansion, check_symbolic_expansion, eval, eval1, infer, infer_err,
+    sym_ty, t, ty, Attrs,
+};
 use dmove::check::expansion_matches;
 use dmove::ir::{Attr, DType, DataDesc, DataKind, Program, SymExpr};
 
@@ -138,4 +141,63 @@ fn expansion_with_only_the_normalised_output() {
     let lowered = expansion_matches(&p, 3).expect("matches");
     assert!(lowered.data.contains_key("ln_mean"));
     assert!(lowered.data.contains_key("ln_invstd"));
+}
+
+#[test]
+fn rms_normalization_scales_by_the_root_mean_square() {
+    let x = t(&[2, 3], &[1.0, 2.0, 2.0, -3.0, 0.0, 4.0]);
+    let scale = t(&[3], &[1.0, 0.5, 2.0]);
+    let y = eval1("RMSNormalization", &[], &[&x, &scale]);
+    // Row 0: mean square 3; row 1: 25 / 3.
+    let (r0, r1) = ((3.0f64 + 1e-5).sqrt(), (25.0f64 / 3.0 + 1e-5).sqrt());
+    let want = [1.0 / r0, 1.0 / r0, 4.0 / r0, -3.0 / r1, 0.0, 8.0 / r1];
+    assert_close(&y, &[2, 3], &want);
+    // From axis 0 the whole tensor is one group.
+    let a = [("axis", Attr::Int(0)), ("epsilon", Attr::Float(0.5))];
+    let one = t(&[1], &[1.0]);
+    let y = eval1("RMSNormalization", &a, &[&x, &one]);
+    let r = (34.0f64 / 6.0 + 0.5).sqrt();
+    let want: Vec<f64> = [1.0, 2.0, 2.0, -3.0, 0.0, 4.0]
+        .iter()
+        .map(|v| v / r)
+        .collect();
+    assert_close(&y, &[2, 3], &want);
+}
+
+#[test]
+fn rms_normalization_checks_and_expands() {
+    let op = "RMSNormalization";
+    let msg = infer_err(
+        op,
+        &[("axis", Attr::Int(2))],
+        &[Some(ty(&[2, 3])), Some(ty(&[3]))],
+    );
+    assert!(msg.contains("axis 2"), "{msg}");
+    let msg = infer_err(op, &[], &[Some(ty(&[2, 3])), Some(ty(&[2]))]);
+    assert!(msg.contains("scale"), "{msg}");
+    let msg = infer_err(
+        op,
+        &[("stash_type", Attr::Int(11))],
+        &[Some(ty(&[3])), Some(ty(&[3]))],
+    );
+    assert!(msg.contains("stash_type"), "{msg}");
+    let cases: Vec<(Attrs, Vec<i64>, Vec<i64>)> = vec![
+        (vec![], vec![3, 1, 5], vec![5]),
+        (vec![("axis", Attr::Int(1))], vec![2, 3, 5], vec![3, 1]),
+        (
+            vec![("axis", Attr::Int(-3)), ("epsilon", Attr::Float(0.1))],
+            vec![1, 4, 3],
+            vec![4, 3],
+        ),
+    ];
+    for (a, x, s) in cases {
+        check_expansion(op, &a, &[Some(ty(&x)), Some(ty(&s))], &[]);
+    }
+    check_symbolic_expansion(
+        op,
+        &[],
+        &[Some(sym_ty(&["B", "7"])), Some(ty(&[7]))],
+        &[],
+        &[("B", 3)],
+    );
 }
