@@ -313,7 +313,7 @@ impl Loader {
                 match stdlib::source(&inner).or_else(|| stdlib::script(&inner)) {
                     Some(text) => Ok((Key::Std(inner), name, text.to_string(), None)),
                     None => {
-                        let known: Vec<&str> = stdlib::names().collect();
+                        let known = stdlib::names();
                         let mut d = error(format!("there is no standard module `{name}`"))
                             .label("not a standard module");
                         d = match super::resolve::suggest(&inner, known.iter().copied()) {

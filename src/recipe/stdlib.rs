@@ -26,6 +26,8 @@ pub fn source(name: &str) -> Option<&'static str> {
 }
 
 /// Names of the standard modules, for "did you mean".
-pub fn names() -> impl Iterator<Item = &'static str> {
-    MODULES.iter().chain(SCRIPTS).map(|(n, _)| *n)
+pub fn names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = MODULES.iter().chain(SCRIPTS).map(|(n, _)| *n).collect();
+    names.sort_unstable();
+    names
 }
