@@ -45,23 +45,12 @@ fn independent_2d_maps(blocks: usize) -> Program {
     let mut p = Program::new("many_2d_maps");
     let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
     p.build(|b| {
-        let shape = || vec![SymExpr::Int(4), SymExpr::Int(8)];
         let ij = || Subset::element([SymExpr::sym("i"), SymExpr::sym("j")]);
         for k in 0..blocks {
-            let x = b.declare(
-                &format!("x{k}"),
-                DType::F32,
-                shape(),
-                DataKind::Input,
-                Storage::Global,
-            );
-            let y = b.declare(
-                &format!("y{k}"),
-                DType::F32,
-                shape(),
-                DataKind::Output,
-                Storage::Global,
-            );
+            let [x, y] = [("x", DataKind::Input), ("y", DataKind::Output)].map(|(v, kind)| {
+                let shape = vec![SymExpr::Int(4), SymExpr::Int(8)];
+                b.declare(&format!("{v}{k}"), DType::F32, shape, kind, Storage::Global)
+            });
             let range = vec![
                 ("i", Range::upto(SymExpr::Int(4))),
                 ("j", Range::upto(SymExpr::Int(8))),
