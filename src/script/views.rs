@@ -303,7 +303,7 @@ impl CustomType for MemletView {
             .with_get("src_conn", |m: &mut Self| opt(&m.memlet.src_conn))
             .with_get("dst_conn", |m: &mut Self| opt(&m.memlet.dst_conn))
             .with_fn("to_string", |m: &mut Self| {
-                format!("{}[{}]", m.memlet.data, m.memlet.subset)
+                format!("{}{}", m.memlet.data, m.memlet.subset)
             });
     }
 }
