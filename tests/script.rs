@@ -269,6 +269,7 @@ fn declarations_are_checked_when_the_script_loads() {
         r#"transformation(#{ name: "Typo", level: "operator", doc: "", site: [], chekc: 1 });"#;
     let e = script::load("typo.rhai", typo, limits()).unwrap_err();
     assert!(e.message.contains("`chekc` is not a key"), "{e:?}");
+    assert_eq!(e.kind, ErrorKind::Declaration, "{e:?}");
     assert_eq!(e.line, Some(1));
     let shadow = r#"transformation(#{ name: "MapTiling", level: "operator", doc: "", site: [#{name: "m", node: "map", doc: ""}], check: |p, s, a| (), rewrite: |e, s, a| () });"#;
     let e = script::load("shadow.rhai", shadow, limits()).unwrap_err();

@@ -15,6 +15,11 @@ pub const RUNTIME: &str = "dmove::script::runtime";
 pub const LIMIT: &str = "dmove::script::limit";
 pub const DECLARATION: &str = "dmove::script::declaration";
 
+/// A declaration dmove refused, raised as a script error while the top level runs so it
+/// stops the load at the `transformation(…)` call.
+#[derive(Clone, Debug)]
+pub struct Refused(pub String);
+
 /// Which sandbox limit a script hit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
@@ -89,6 +94,7 @@ impl ScriptError {
         calls.reverse();
         let kind = match &e {
             EvalAltResult::ErrorParsing(..) => ErrorKind::Syntax,
+            EvalAltResult::ErrorRuntime(v, _) if v.is::<Refused>() => ErrorKind::Declaration,
             EvalAltResult::ErrorTooManyOperations(_) => ErrorKind::Limit(Limit::Operations),
             EvalAltResult::ErrorStackOverflow(_) => ErrorKind::Limit(Limit::CallDepth),
             EvalAltResult::ErrorDataTooLarge(..) => ErrorKind::Limit(Limit::Size),
@@ -105,7 +111,11 @@ impl ScriptError {
         };
         let message = match (&kind, &e) {
             (ErrorKind::Limit(l), _) => l.describe().to_string(),
-            (_, EvalAltResult::ErrorRuntime(value, _)) => value.to_string(),
+            (_, EvalAltResult::ErrorRuntime(value, _)) => match value.clone().try_cast::<Refused>()
+            {
+                Some(Refused(message)) => message,
+                None => value.to_string(),
+            },
             _ => e.to_string(),
         };
         ScriptError {

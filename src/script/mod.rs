@@ -131,8 +131,9 @@ fn declare_one(ctx: NativeCallContext, decl: Map) -> Result<(), Box<rhai::EvalAl
             || DECLARED.with(|d| (d.borrow().iter().flatten()).any(|x| x.schema.name == name))
     };
     let d = declare::declaration(decl, &taken).map_err(|m| {
+        let refused = Dynamic::from(error::Refused(m));
         Box::new(rhai::EvalAltResult::ErrorRuntime(
-            m.into(),
+            refused,
             ctx.call_position(),
         ))
     })?;
