@@ -43,8 +43,11 @@ fn err(m: impl Into<String>) -> Box<EvalAltResult> {
     m.into().into()
 }
 
+/// Runs an action on the lent session; its time is the engine's, not the script's.
 fn session<R>(f: impl FnOnce(&mut Session) -> Result<R, String>) -> Res<R> {
-    with_session(f).map_err(err)?.map_err(err)
+    super::sandbox::native(|| with_session(f))
+        .map_err(err)?
+        .map_err(err)
 }
 
 /// Applies `name` at `site` through the engine; the step as a map, or an error saying why the
@@ -142,7 +145,9 @@ fn kind_name(k: &ParamKind) -> &'static str {
 }
 
 fn measured(f: fn(&crate::ir::Program) -> Result<f64, String>) -> Res<f64> {
-    with_program(f).map_err(err)?.map_err(err)
+    super::sandbox::native(|| with_program(f))
+        .map_err(err)?
+        .map_err(err)
 }
 
 /// The median time in ms of `reps` runs of the current program's C (not while `dmove check`

@@ -127,6 +127,20 @@ pub fn engine(limits: &Limits) -> Engine {
     e
 }
 
+/// Runs `f`, native work a script asked for (an engine step, a benchmark), without counting
+/// its duration against the script's time limit: the limit bounds the script's own work, and a
+/// script that applies many checked steps must not be stopped for the checks' time.
+pub fn native<R>(f: impl FnOnce() -> R) -> R {
+    // Scripts the native work calls (a scripted check inside an engine step) get their own
+    // full limit rather than what is left of this one.
+    let outer = DEADLINE.with(|d| d.replace(None));
+    let started = Instant::now();
+    let r = f();
+    let spent = started.elapsed();
+    DEADLINE.with(|d| d.set(outer.and_then(|t| t.checked_add(spent))));
+    r
+}
+
 /// Runs `f` (one call into a script) with the deadline `time` from now, or the enclosing
 /// call's deadline when that is sooner; the previous deadline is restored afterwards.
 pub fn timed<R>(time: Duration, f: impl FnOnce() -> R) -> R {
@@ -146,4 +160,46 @@ pub fn timed<R>(time: Duration, f: impl FnOnce() -> R) -> R {
     }
     let _restore = Restore(outer);
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_work_does_not_count_against_the_time_limit() {
+        let limits = Limits {
+            time: Duration::from_millis(150),
+            ..Limits::default()
+        };
+        let e = engine(&limits);
+        let ast = e
+            .compile("fn spin() { let x = 0; while x < 20000 { x += 1; } x }")
+            .unwrap();
+        let run = || {
+            e.call_fn_with_options::<rhai::INT>(
+                rhai::CallFnOptions::new().eval_ast(false),
+                &mut rhai::Scope::new(),
+                &ast,
+                "spin",
+                (),
+            )
+        };
+        let after_native = timed(limits.time, || {
+            native(|| std::thread::sleep(Duration::from_millis(300)));
+            run()
+        });
+        assert_eq!(
+            after_native.expect("native time is not the script's"),
+            20000
+        );
+        let after_script_sleep = timed(limits.time, || {
+            std::thread::sleep(Duration::from_millis(300));
+            run()
+        });
+        assert!(
+            after_script_sleep.is_err(),
+            "the script's own time still counts"
+        );
+    }
 }

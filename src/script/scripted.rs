@@ -13,7 +13,7 @@ use super::convert::{args_map, site_array, sites_from};
 use super::declare::Declaration;
 use super::views::ProgramView;
 use super::world::{reading, rewriting};
-use super::{edits::Edit, Script, ScriptError};
+use super::{edits::Edit, ErrorKind, Script, ScriptError};
 use crate::ir::{NodeId, Program};
 use crate::transform::{
     role_candidates, Call, NotApplicable, Plan, Schema, ScriptFault, Transformation,
@@ -101,8 +101,10 @@ impl Transformation for Scripted {
             )
         })
         .map_err(|e| self.fault(anchor, "check", e))?;
-        if let Some(reason) = refusal(&verdict) {
-            return Err(self.refuse(anchor, reason));
+        match refusal(&verdict) {
+            Verdict::Applies => {}
+            Verdict::Refuses(reason) => return Err(self.refuse(anchor, reason)),
+            Verdict::Malformed(e) => return Err(self.fault(anchor, "check", e)),
         }
         let (name, hash, rewrite) = (
             self.decl.schema.name,
@@ -116,9 +118,16 @@ impl Transformation for Scripted {
             .map_err(|e| fault_of(name, &hash, anchor, "rewrite", e))?;
             match touched.is_unit() {
                 true => Ok(site),
+                // Returning something that is not a list of nodes is a bug in the script.
                 false => sites_from(&touched)
                     .map(|s| s.into_iter().flatten().collect())
-                    .map_err(|e| refusal_of(name, anchor, format!("the rewrite returned {e}"))),
+                    .map_err(|e| {
+                        let e = ScriptError::new(
+                            ErrorKind::Runtime,
+                            format!("the rewrite returned {e}"),
+                        );
+                        fault_of(name, &hash, anchor, "rewrite", e)
+                    }),
             }
         }))
     }
@@ -144,18 +153,30 @@ impl Transformation for Scripted {
     }
 }
 
-/// What a `check` result means: `None` applies, `Some(reason)` refuses.
-fn refusal(v: &Dynamic) -> Option<String> {
+/// What a `check` result says.
+enum Verdict {
+    Applies,
+    Refuses(String),
+    /// Neither: a bug in the script, reported as its fault.
+    Malformed(ScriptError),
+}
+
+/// `()` or `true` applies, a string (or `false`) is the reason it does not.
+fn refusal(v: &Dynamic) -> Verdict {
     if v.is_unit() {
-        return None;
+        return Verdict::Applies;
     }
     if let Ok(b) = v.as_bool() {
-        return (!b).then(|| "its check returned false".to_string());
+        return match b {
+            true => Verdict::Applies,
+            false => Verdict::Refuses("its check returned false".to_string()),
+        };
     }
     match v.clone().into_string() {
-        Ok(reason) => Some(reason),
-        Err(found) => Some(format!(
-            "its check returned {found}; a check returns () or true when the transformation applies, or the reason it does not"
+        Ok(reason) => Verdict::Refuses(reason),
+        Err(found) => Verdict::Malformed(ScriptError::new(
+            ErrorKind::Runtime,
+            format!("the check returned {found}; a check returns () or true when the transformation applies, or the reason it does not"),
         )),
     }
 }
