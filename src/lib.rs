@@ -59,6 +59,7 @@ pub mod demo;
 mod fsutil;
 pub mod interp;
 pub mod ir;
+pub mod lsp;
 pub mod numerics;
 pub mod onnx;
 pub mod ops;

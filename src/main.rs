@@ -7,6 +7,7 @@ use dmove::cli::apply::{self, ApplyArgs};
 use dmove::cli::build::{self, BuildArgs};
 use dmove::cli::commands::{self, DemoArgs, EmitCArgs, ImportArgs};
 use dmove::cli::conformance::{self, ConformanceArgs};
+use dmove::cli::lsp::{self, LspArgs};
 use dmove::cli::matching::{self, MatchArgs};
 use dmove::cli::recipe::check::{self, CheckArgs};
 use dmove::cli::recipe::fmt::{self, FmtArgs};
@@ -58,6 +59,9 @@ enum Command {
     /// Run the ONNX backend test cases in DIR (from `scripts/onnx_node_tests.py`) through the
     /// interpreter and the generated C.
     Conformance(ConformanceArgs),
+    /// The recipe language server, for editors: diagnostics as you type, hover, completion and
+    /// go to definition, over standard input and output.
+    Lsp(LspArgs),
 }
 
 fn run(cli: Cli) -> miette::Result<()> {
@@ -74,6 +78,7 @@ fn run(cli: Cli) -> miette::Result<()> {
         Command::C(args) => commands::emit_c(&args),
         Command::Build(args) => build::build(&args),
         Command::Conformance(args) => conformance::conformance(&args),
+        Command::Lsp(args) => lsp::lsp(&args),
     };
     result.map_err(miette::Report::new)
 }

@@ -7,6 +7,7 @@ pub mod apply;
 pub mod build;
 pub mod commands;
 pub mod conformance;
+pub mod lsp;
 pub mod matching;
 pub mod recipe;
 pub mod transforms;
@@ -101,6 +102,9 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Demo(#[from] crate::demo::DemoError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Lsp(#[from] crate::lsp::LspError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Variant(#[from] crate::bench::variants::VariantError),

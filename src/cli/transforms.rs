@@ -2,7 +2,7 @@
 //! words, or as JSON for tools (recipe checkers, shell completion).
 
 use super::{output_path, print_json, write_output, CliError};
-use crate::transform::{Default, ParamDecl, ParamKind, Role, Schema};
+use crate::transform::{ParamKind, Schema};
 
 /// `dmove transforms`
 #[derive(Clone, Debug, clap::Args)]
@@ -65,38 +65,20 @@ fn render(s: &Schema) -> String {
     let mut out = format!("{} ({:?}{scripted})\n    {}\n", s.name, s.level, s.doc);
     out.push_str("    site:\n");
     for r in s.site {
-        out.push_str(&format!("      {}\n", role(r)));
+        out.push_str(&format!("      {}\n", r.describe()));
     }
     if s.params.is_empty() {
         out.push_str("    params: none\n");
     } else {
         out.push_str("    params:\n");
         for d in s.params {
-            out.push_str(&format!("      {}\n", param(d)));
+            out.push_str(&format!("      {}\n", d.describe()));
             if d.kind == ParamKind::Implementation {
                 out.push_str(&implementations());
             }
         }
     }
     out
-}
-
-/// `producer: a map — the map whose result is consumed` (`(optional)` when it may be left out).
-fn role(r: &Role) -> String {
-    let optional = if r.optional { " (optional)" } else { "" };
-    format!("{}: {}{optional} — {}", r.name, r.class.describe(), r.doc)
-}
-
-/// `tiles: one integer per map parameter, each in 0.. (e.g. 32,32,0); required — tile size …`.
-fn param(d: &ParamDecl) -> String {
-    let default = match d.default {
-        Default::Required => "required".to_string(),
-        Default::Optional => "optional".to_string(),
-        Default::Int(v) => format!("default {v}"),
-        Default::Bool(b) => format!("default {b}"),
-        Default::Str(s) => format!("default {s}"),
-    };
-    format!("{}: {}; {default} — {}", d.name, d.kind.describe(), d.doc)
 }
 
 /// Which implementations each operator offers (the first is its default), since an

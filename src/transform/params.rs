@@ -155,6 +155,26 @@ pub struct ParamDecl {
     pub doc: &'static str,
 }
 
+impl ParamDecl {
+    /// `tiles: one integer per map parameter, each in 0.. (e.g. 32,32,0); required — tile size
+    /// …`: how listings and editors show a parameter.
+    pub fn describe(&self) -> String {
+        let default = match self.default {
+            Default::Required => "required".to_string(),
+            Default::Optional => "optional".to_string(),
+            Default::Int(v) => format!("default {v}"),
+            Default::Bool(b) => format!("default {b}"),
+            Default::Str(s) => format!("default {s}"),
+        };
+        format!(
+            "{}: {}; {default} — {}",
+            self.name,
+            self.kind.describe(),
+            self.doc
+        )
+    }
+}
+
 impl Serialize for ParamDecl {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;

@@ -86,6 +86,18 @@ impl Role {
             doc,
         }
     }
+
+    /// `producer: a map — the map whose result is consumed` (`(optional)` when it may be left
+    /// out): how listings and editors show a role.
+    pub fn describe(&self) -> String {
+        let optional = if self.optional { " (optional)" } else { "" };
+        format!(
+            "{}: {}{optional} — {}",
+            self.name,
+            self.class.describe(),
+            self.doc
+        )
+    }
 }
 
 /// Why a site does not fit a transformation's roles.

@@ -16,8 +16,9 @@ use crate::recipe::resolve::{self, with_suggestion, Callee, UNKNOWN_NAME};
 use crate::transform::{Default, ParamDecl, ParamKind, Schema, Transformation};
 use std::collections::BTreeMap;
 
-/// Words that name node classes and value types in rule parameter types.
-const TYPE_WORDS: [&str; 10] = [
+/// The words that type a rule parameter without naming a pattern: node classes, then value
+/// types.
+pub const TYPE_WORDS: [&str; 10] = [
     "map", "op", "tasklet", "data", "node", "int", "float", "bool", "string", "list",
 ];
 

@@ -20,6 +20,8 @@ mod stmts;
 mod types;
 mod unused;
 
+pub use calls::TYPE_WORDS;
+
 use super::ast;
 use super::diag::Diagnostic;
 use super::modules::{alias, Loaded};
