@@ -134,14 +134,21 @@ mod tests {
         let common = (a.loaded.modules.iter())
             .position(|m| m.name == "./common.recipe")
             .expect("common loaded");
-        let expected = dir.path().join("common.recipe").canonicalize().expect("exists");
+        let expected = dir
+            .path()
+            .join("common.recipe")
+            .canonicalize()
+            .expect("exists");
         assert_eq!(a.paths[common].as_deref(), Some(expected.as_path()));
         let loops = (a.loaded.modules.iter())
             .position(|m| m.name == "std::loops")
             .expect("loops loaded");
         assert_eq!(a.paths[loops], None);
         let via = a.via[common].expect("reached");
-        assert_eq!(&text[via.start..via.end], "use \"./common.recipe\" as common");
+        assert_eq!(
+            &text[via.start..via.end],
+            "use \"./common.recipe\" as common"
+        );
         assert_eq!(a.via[0], None);
     }
 }

@@ -21,7 +21,10 @@ pub struct Found<'a> {
 pub enum Target<'a> {
     /// A segment before the last of `path`: the module alias the first `depth + 1` segments
     /// lead to.
-    Module { path: &'a ast::Path, depth: usize },
+    Module {
+        path: &'a ast::Path,
+        depth: usize,
+    },
     /// What a call or `apply` names: a rule, transformation, built-in or script function.
     Callee(&'a ast::Path),
     /// A named argument `name = …` of a call to `callee`.
@@ -71,11 +74,7 @@ impl<'a> Walker<'a> {
     }
 
     /// `path` when the cursor is on it: a module segment, or `last` for its last segment.
-    fn path(
-        &self,
-        path: &'a ast::Path,
-        last: impl FnOnce() -> Target<'a>,
-    ) -> Option<Found<'a>> {
+    fn path(&self, path: &'a ast::Path, last: impl FnOnce() -> Target<'a>) -> Option<Found<'a>> {
         if !on(path.span, self.offset) {
             return None;
         }
@@ -88,11 +87,10 @@ impl<'a> Walker<'a> {
     }
 
     fn ident(&self, ident: &'a ast::Ident, target: Target<'a>) -> Option<Found<'a>> {
-        on(ident.span, self.offset)
-            .then_some(Found {
-                target,
-                span: ident.span,
-            })
+        on(ident.span, self.offset).then_some(Found {
+            target,
+            span: ident.span,
+        })
     }
 
     fn item(&mut self, item: &'a Item) -> Option<Found<'a>> {
@@ -236,7 +234,12 @@ impl<'a> Walker<'a> {
         match &e.kind {
             ExprKind::Name(path) => {
                 let local = match path.segments.as_slice() {
-                    [one] => self.scope.iter().rev().find(|v| v.name == one.name).copied(),
+                    [one] => self
+                        .scope
+                        .iter()
+                        .rev()
+                        .find(|v| v.name == one.name)
+                        .copied(),
                     _ => None,
                 };
                 self.path(path, || Target::Value { path, local })
@@ -292,11 +295,11 @@ mod tests {
         assert_eq!(target_at("tiles", 0), "tiles: arg MapTiling.tiles");
         assert_eq!(target_at("tile,", 0), "tile: value tile local=false");
         assert_eq!(target_at("n]", 0), "n: value n local=true");
-        assert_eq!(target_at("m)", 1), "m: value m local=true");
+        assert_eq!(target_at("m)", 0), "m: value m local=true");
         assert_eq!(target_at("map)", 0), "map: type map");
         assert_eq!(target_at("loops::all", 0), "loops: module 0");
         assert_eq!(target_at("all(", 0), "all: callee loops::all");
-        assert_eq!(target_at("go ", 1), "go: callee go");
+        assert_eq!(target_at("go ", 0), "go: callee go");
         assert_eq!(target_at("go(", 0), "go: rule go");
         assert_eq!(target_at("std::loops", 0), "std::loops: use");
         assert_eq!(target_at("tile:", 0), "tile: param tile");

@@ -23,7 +23,10 @@ pub fn definition(a: &Analysis, found: &Found<'_>, uri: &Url) -> Option<Location
         | Meaning::TypeWord(_)
         | Meaning::Baseline => return None,
     };
-    Some(Location::new(a.uri(module, uri)?, range_in(a, module, span)))
+    Some(Location::new(
+        a.uri(module, uri)?,
+        range_in(a, module, span),
+    ))
 }
 
 /// The range of `span` in module `m`'s text, or the start of the file.

@@ -10,9 +10,7 @@
 use super::analysis::Analysis;
 use super::definition::range_in;
 use crate::recipe::{Diagnostic, Severity, Span};
-use lsp_types::{
-    DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Url,
-};
+use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Url};
 
 /// Every diagnostic of the analysis, placed in the document at `uri`.
 pub fn to_lsp(a: &Analysis, uri: &Url) -> Vec<lsp_types::Diagnostic> {
@@ -26,10 +24,7 @@ fn convert(a: &Analysis, uri: &Url, d: &Diagnostic) -> lsp_types::Diagnostic {
         other => {
             let via = other.and_then(|m| a.via[m]);
             let name = other.map_or("?", |m| a.loaded.modules[m].name.as_str());
-            (
-                range_in(a, 0, via),
-                format!("in {name}: {}", d.message),
-            )
+            (range_in(a, 0, via), format!("in {name}: {}", d.message))
         }
     };
     let mut related = Vec::new();

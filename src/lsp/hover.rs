@@ -50,7 +50,10 @@ pub(super) fn transformation(t: &dyn Transformation) -> String {
         Some(hash) => format!(", scripted {}", &hash[..hash.len().min(12)]),
         None => String::new(),
     };
-    let mut out = format!("**{}** ({:?}{scripted})\n\n{}\n\n**site**\n", s.name, s.level, s.doc);
+    let mut out = format!(
+        "**{}** ({:?}{scripted})\n\n{}\n\n**site**\n",
+        s.name, s.level, s.doc
+    );
     for r in s.site {
         out.push_str(&format!("- `{}`\n", r.describe()));
     }
@@ -61,7 +64,9 @@ pub(super) fn transformation(t: &dyn Transformation) -> String {
         for d in s.params {
             out.push_str(&format!("- `{}`\n", d.describe()));
             if d.kind == ParamKind::Implementation {
-                out.push_str("  (the operator at the site lists its implementations: `dmove transforms`)\n");
+                out.push_str(
+                    "  (the operator at the site lists its implementations: `dmove transforms`)\n",
+                );
             }
         }
     }
@@ -71,7 +76,13 @@ pub(super) fn transformation(t: &dyn Transformation) -> String {
 /// `maps(depth?, params?, …)` and the doc line.
 pub(super) fn builtin(b: &Builtin) -> String {
     let mut args: Vec<String> = (b.args.iter().enumerate())
-        .map(|(i, a)| if i < b.required { a.to_string() } else { format!("{a}?") })
+        .map(|(i, a)| {
+            if i < b.required {
+                a.to_string()
+            } else {
+                format!("{a}?")
+            }
+        })
         .collect();
     args.extend(b.named.iter().map(|n| format!("{n} = …")));
     format!(
@@ -114,7 +125,9 @@ fn source(a: &Analysis, module: usize, span: Span) -> &str {
 
 /// The `#` comment lines right above byte `start` (no blank line between), without the `#`.
 fn comment_above(text: &str, start: usize) -> String {
-    let before = &text[..text[..start.min(text.len())].rfind('\n').map_or(0, |i| i + 1)];
+    let before = &text[..text[..start.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1)];
     let mut lines: Vec<&str> = (before.lines().rev())
         .map_while(|l| l.trim_start().strip_prefix('#'))
         .map(str::trim)

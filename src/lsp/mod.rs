@@ -46,7 +46,9 @@ pub fn serve_stdio() -> Result<(), LspError> {
     drop(conn);
     match result {
         // The transport's own error (a malformed message, say) says more than "disconnected".
-        Err(LspError::Disconnected) => Err(io.join().err().map_or(LspError::Disconnected, LspError::Io)),
+        Err(LspError::Disconnected) => {
+            Err(io.join().err().map_or(LspError::Disconnected, LspError::Io))
+        }
         // After an error the reader may still wait on standard input: do not wait for it.
         Err(e) => Err(e),
         Ok(()) => io.join().map_err(LspError::Io),

@@ -87,7 +87,10 @@ mod tests {
         let x = text.find('x').expect("x");
         assert_eq!(ix.position(text, x), Position::new(1, 3));
         assert_eq!(ix.offset(text, Position::new(1, 3)), x);
-        assert_eq!(ix.offset(text, Position::new(1, 1)), text.find('𝄞').expect("clef"));
+        assert_eq!(
+            ix.offset(text, Position::new(1, 1)),
+            text.find('𝄞').expect("clef")
+        );
         let last = text.find("last").expect("last");
         assert_eq!(ix.position(text, last + 2), Position::new(2, 2));
         assert_eq!(ix.offset(text, Position::new(2, 2)), last + 2);

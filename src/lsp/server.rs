@@ -21,9 +21,9 @@ use lsp_types::{
     CompletionOptions, CompletionParams, CompletionResponse, DidChangeTextDocumentParams,
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, GotoDefinitionParams,
     GotoDefinitionResponse, Hover, HoverContents, HoverParams, HoverProviderCapability,
-    InitializeResult, MarkupContent, MarkupKind, OneOf, PublishDiagnosticsParams, ServerCapabilities,
-    ServerInfo, TextDocumentContentChangeEvent, TextDocumentSyncCapability, TextDocumentSyncKind,
-    TextDocumentSyncOptions, Url,
+    InitializeResult, MarkupContent, MarkupKind, OneOf, PublishDiagnosticsParams,
+    ServerCapabilities, ServerInfo, TextDocumentContentChangeEvent, TextDocumentSyncCapability,
+    TextDocumentSyncKind, TextDocumentSyncOptions, Url,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -145,7 +145,10 @@ impl Server<'_> {
             Err(_) => Response::new_err(
                 id,
                 ErrorCode::InternalError as i32,
-                format!("dmove lsp failed answering `{}` (a bug; please report it)", req.method),
+                format!(
+                    "dmove lsp failed answering `{}` (a bug; please report it)",
+                    req.method
+                ),
             ),
         }
     }
@@ -250,7 +253,11 @@ impl Server<'_> {
 }
 
 /// The diagnostics of `uri` (at `version`, when they are about a version of its text).
-fn publish(uri: Url, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) -> Notification {
+fn publish(
+    uri: Url,
+    diagnostics: Vec<lsp_types::Diagnostic>,
+    version: Option<i32>,
+) -> Notification {
     let params = PublishDiagnosticsParams {
         uri,
         diagnostics,
