@@ -349,3 +349,56 @@ fn exit_without_shutdown_is_a_failure_status() {
     c.notify("exit", Value::Null);
     assert_eq!(c.wait().code(), Some(1));
 }
+
+/// The VS Code grammar stays in step with the language: every reserved word of
+/// `grammar/recipe.pest` is highlighted, and the extension serves `.recipe` files with
+/// `dmove lsp`.
+#[test]
+fn the_vscode_extension_highlights_every_reserved_word_and_starts_the_server() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pest = std::fs::read_to_string(root.join("grammar/recipe.pest")).expect("grammar");
+    let reserved = pest.split("reserved = @{").nth(1).expect("reserved rule");
+    let reserved = reserved.split("~ !ident_char").next().expect("its words");
+    let words: Vec<&str> = reserved.split('"').skip(1).step_by(2).collect();
+    assert!(words.len() > 30, "{words:?}");
+
+    let dir = root.join("editors/vscode");
+    let read_json = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).expect(name)).expect(name)
+    };
+    let grammar = read_json("syntaxes/recipe.tmLanguage.json");
+    let mut highlighted = std::collections::BTreeSet::new();
+    let mut stack = vec![&grammar];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(o) => {
+                if let Some(Value::String(m)) = o.get("match") {
+                    let runs =
+                        m.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '|'));
+                    highlighted.extend(runs.flat_map(|r| r.split('|')).map(str::to_string));
+                }
+                stack.extend(o.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    let missing: Vec<&&str> = words
+        .iter()
+        .filter(|w| !highlighted.contains(**w))
+        .collect();
+    assert!(missing.is_empty(), "not highlighted: {missing:?}");
+
+    let package = read_json("package.json");
+    assert_eq!(
+        package["contributes"]["languages"][0]["extensions"],
+        json!([".recipe"])
+    );
+    let grammar_path = package["contributes"]["grammars"][0]["path"]
+        .as_str()
+        .expect("path");
+    assert!(dir.join(grammar_path).exists());
+    read_json("language-configuration.json");
+    let extension = std::fs::read_to_string(dir.join("extension.js")).expect("extension.js");
+    assert!(extension.contains("args: [\"lsp\"]"), "starts `dmove lsp`");
+}
