@@ -63,6 +63,14 @@ fn at(uri: &str, text: &str, needle: &str, skip: u32) -> Value {
     json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": col as u32 + skip}})
 }
 
+/// A workspace, a started server and the URI of the document `name` in the workspace.
+fn session(name: &str) -> (Workspace, Client, String) {
+    let ws = Workspace::new();
+    let (c, _) = Client::start();
+    let uri = ws.uri(name);
+    (ws, c, uri)
+}
+
 fn shut_down(mut c: Client) {
     assert_eq!(c.request("shutdown", Value::Null), Value::Null);
     c.notify("exit", Value::Null);
@@ -183,23 +191,21 @@ fn diagnostics_follow_the_editors_text() {
 
 #[test]
 fn hover_completion_and_definition_know_the_names() {
-    let ws = Workspace::new();
-    let (mut c, _) = Client::start();
-    let uri = ws.uri("main.recipe");
+    let (ws, mut c, uri) = session("main.recipe");
     let text = fixed();
     assert_eq!(open(&mut c, &uri, &text), Vec::<Value>::new());
 
     // A transformation: its doc, site role and typed parameters.
     let h = c.request("textDocument/hover", at(&uri, &text, "MapTiling", 3));
     let md = h["contents"]["value"].as_str().unwrap_or_default();
-    assert!(md.starts_with("**MapTiling**"), "{md}");
-    assert!(md.contains("- `map: a map"), "{md}");
     assert!(
-        md.contains(
-            "`tiles: one integer per map parameter, each in 0.. (e.g. 32,32,0); required — "
-        ),
+        md.starts_with("```text\nMapTiling (IntraOperator)\n"),
         "{md}"
     );
+    assert!(md.contains("\n    site:\n      map: a map — "), "{md}");
+    let tiles =
+        "\n      tiles: one integer per map parameter, each in 0.. (e.g. 32,32,0); required — ";
+    assert!(md.contains(tiles), "{md}");
     assert_eq!(h["range"]["start"], json!({"line": 6, "character": 4}));
 
     // A named argument: its declaration alone.
@@ -298,9 +304,7 @@ fn hover_completion_and_definition_know_the_names() {
 
 #[test]
 fn malformed_input_and_unknown_requests_get_answers_not_crashes() {
-    let ws = Workspace::new();
-    let (mut c, _) = Client::start();
-    let uri = ws.uri("junk.recipe");
+    let (_ws, mut c, uri) = session("junk.recipe");
     let junk = "rule ( {{{ \u{0} é\n\"unterminated\nmain {\n  MapTiling(\n";
     let diags = open(&mut c, &uri, junk);
     assert_eq!(diags.len(), 1, "{diags:#?}");

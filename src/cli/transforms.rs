@@ -2,7 +2,7 @@
 //! words, or as JSON for tools (recipe checkers, shell completion).
 
 use super::{output_path, print_json, write_output, CliError};
-use crate::transform::{ParamKind, Schema};
+use crate::transform::Schema;
 
 /// `dmove transforms`
 #[derive(Clone, Debug, clap::Args)]
@@ -28,7 +28,7 @@ pub fn transforms(args: &TransformsArgs) -> Result<(), CliError> {
     }
     let text: String = schemas
         .iter()
-        .map(|s| render(s))
+        .map(|s| crate::transform::listing(s))
         .collect::<Vec<_>>()
         .join("\n");
     write_output(output_path(None), text.as_bytes())
@@ -54,46 +54,4 @@ fn load_script(path: &std::path::Path) -> Result<(), CliError> {
         })
     })?;
     Ok(())
-}
-
-/// One transformation as a block: name and level, doc, site roles, parameters.
-fn render(s: &Schema) -> String {
-    let scripted = match crate::transform::lookup(s.name).and_then(|t| t.script_hash()) {
-        Some(hash) => format!(", scripted {}", &hash[..12]),
-        None => String::new(),
-    };
-    let mut out = format!("{} ({:?}{scripted})\n    {}\n", s.name, s.level, s.doc);
-    out.push_str("    site:\n");
-    for r in s.site {
-        out.push_str(&format!("      {}\n", r.describe()));
-    }
-    if s.params.is_empty() {
-        out.push_str("    params: none\n");
-    } else {
-        out.push_str("    params:\n");
-        for d in s.params {
-            out.push_str(&format!("      {}\n", d.describe()));
-            if d.kind == ParamKind::Implementation {
-                out.push_str(&implementations());
-            }
-        }
-    }
-    out
-}
-
-/// Which implementations each operator offers (the first is its default), since an
-/// implementation parameter's values depend on the operator at the site. Operators with only
-/// `pure` are summarised in one line.
-fn implementations() -> String {
-    let mut out = String::from(
-        "        the implementations depend on the operator; the first is its default:\n",
-    );
-    for op in crate::ops::all() {
-        if op.expansions() != ["pure"] {
-            let list = op.expansions().join(", ");
-            out.push_str(&format!("          {}: {list}\n", op.name()));
-        }
-    }
-    out.push_str("          every other operator: pure\n");
-    out
 }

@@ -266,9 +266,10 @@ mod tests {
 
     const SRC: &str = "recipe \"t\" version \"0.1.0\"\nuse std::loops\nparam tile: int = 4\nrule go(m: map) {\n  let n = params(m)\n  MapTiling(m, tiles = [tile, n])\n  loops::all(tile)\n}\nmain {\n  apply go everywhere\n}\n";
 
-    fn target_at(needle: &str, nth: usize) -> String {
+    /// `word: what` for the first occurrence of `needle` (the cursor one byte into it).
+    fn target_at(needle: &str) -> String {
         let file = parse(FileId(0), SRC).expect("parses");
-        let offset = SRC.match_indices(needle).nth(nth).expect("needle").0 + 1;
+        let offset = SRC.find(needle).expect("needle") + 1;
         let found = at(&file, offset).expect("something under the cursor");
         let word = &SRC[found.span.start..found.span.end];
         let what = match found.target {
@@ -291,18 +292,23 @@ mod tests {
 
     #[test]
     fn names_are_found_with_their_role_and_scope() {
-        assert_eq!(target_at("MapTiling", 0), "MapTiling: callee MapTiling");
-        assert_eq!(target_at("tiles", 0), "tiles: arg MapTiling.tiles");
-        assert_eq!(target_at("tile,", 0), "tile: value tile local=false");
-        assert_eq!(target_at("n]", 0), "n: value n local=true");
-        assert_eq!(target_at("m)", 0), "m: value m local=true");
-        assert_eq!(target_at("map)", 0), "map: type map");
-        assert_eq!(target_at("loops::all", 0), "loops: module 0");
-        assert_eq!(target_at("all(", 0), "all: callee loops::all");
-        assert_eq!(target_at("go ", 0), "go: callee go");
-        assert_eq!(target_at("go(", 0), "go: rule go");
-        assert_eq!(target_at("std::loops", 0), "std::loops: use");
-        assert_eq!(target_at("tile:", 0), "tile: param tile");
-        assert_eq!(target_at("n =", 0), "n: binding n");
+        let cases = [
+            ("MapTiling", "MapTiling: callee MapTiling"),
+            ("tiles", "tiles: arg MapTiling.tiles"),
+            ("tile,", "tile: value tile local=false"),
+            ("n]", "n: value n local=true"),
+            ("m)", "m: value m local=true"),
+            ("map)", "map: type map"),
+            ("loops::all", "loops: module 0"),
+            ("all(", "all: callee loops::all"),
+            ("go ", "go: callee go"),
+            ("go(", "go: rule go"),
+            ("std::loops", "std::loops: use"),
+            ("tile:", "tile: param tile"),
+            ("n =", "n: binding n"),
+        ];
+        for (needle, expected) in cases {
+            assert_eq!(target_at(needle), expected, "at {needle:?}");
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::recipe::ast;
 use crate::recipe::builtins::Builtin;
 use crate::recipe::resolve;
 use crate::recipe::Span;
-use crate::transform::{ParamKind, Transformation};
+use crate::transform::Transformation;
 
 /// The Markdown describing `found`, or `None` when it names nothing.
 pub fn hover(a: &Analysis, found: &Found<'_>) -> Option<String> {
@@ -43,34 +43,10 @@ pub fn hover(a: &Analysis, found: &Found<'_>) -> Option<String> {
     })
 }
 
-/// Name, level and doc, then the site roles and the parameters, one per line.
+/// Name, level and doc, then the site roles and the parameters, one per line: the listing
+/// `dmove transforms` prints.
 pub(super) fn transformation(t: &dyn Transformation) -> String {
-    let s = t.schema();
-    let scripted = match t.script_hash() {
-        Some(hash) => format!(", scripted {}", &hash[..hash.len().min(12)]),
-        None => String::new(),
-    };
-    let mut out = format!(
-        "**{}** ({:?}{scripted})\n\n{}\n\n**site**\n",
-        s.name, s.level, s.doc
-    );
-    for r in s.site {
-        out.push_str(&format!("- `{}`\n", r.describe()));
-    }
-    if s.params.is_empty() {
-        out.push_str("\n**parameters**: none\n");
-    } else {
-        out.push_str("\n**parameters**\n");
-        for d in s.params {
-            out.push_str(&format!("- `{}`\n", d.describe()));
-            if d.kind == ParamKind::Implementation {
-                out.push_str(
-                    "  (the operator at the site lists its implementations: `dmove transforms`)\n",
-                );
-            }
-        }
-    }
-    out
+    format!("```text\n{}```", crate::transform::listing(t.schema()))
 }
 
 /// `maps(depth?, params?, …)` and the doc line.

@@ -23,6 +23,7 @@ mod expansion;
 mod explain;
 mod fusion;
 mod layout;
+mod listing;
 mod loops;
 mod operator;
 mod params;
@@ -38,6 +39,7 @@ pub use contract::{
 };
 pub use explain::{explain, nearest, Explanation, Verdict};
 pub use layout::buffer_reuse::plan_buffers;
+pub use listing::listing;
 pub use params::{
     parse_value, Args, Default, ListLen, ParamDecl, ParamError, ParamKind, ParamValue, Params,
 };
