@@ -140,6 +140,7 @@ fn main() {
     let reps = env_usize("SCRIPT_BENCH_REPS", 7).max(1);
     script::load(
         "std::interchange",
+        "std::interchange",
         include_str!("../stdlib/interchange.rhai"),
         Limits::default(),
     )

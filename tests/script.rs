@@ -9,7 +9,7 @@ use dmove::{find, program_hash, Checks, Engine, Layer, ParamValue, Params, Refus
 use std::time::Duration;
 
 fn load(name: &str, text: &str) -> std::sync::Arc<script::Script> {
-    script::load(name, text, Limits::default()).unwrap_or_else(|e| panic!("{name}: {e:?}"))
+    script::load(name, name, text, Limits::default()).unwrap_or_else(|e| panic!("{name}: {e:?}"))
 }
 
 fn stdlib(name: &str) -> String {
@@ -153,7 +153,7 @@ fn limits() -> Limits {
 }
 
 fn failing(text: &str, limits: Limits) -> script::ScriptError {
-    let s = script::load("t.rhai", text, limits).expect("loads");
+    let s = script::load("t.rhai", "t.rhai", text, limits).expect("loads");
     s.call("run", ()).expect_err("stopped")
 }
 
@@ -195,7 +195,7 @@ fn no_api_reaches_the_file_system() {
         r#"fn run() { read_to_string("/etc/passwd") }"#,
         r#"fn run() { eval("1 + 1") }"#,
     ] {
-        let e = match script::load("fs.rhai", attempt, limits()) {
+        let e = match script::load("fs.rhai", "fs.rhai", attempt, limits()) {
             Ok(s) => s.call("run", ()).expect_err(attempt),
             Err(e) => e,
         };
@@ -206,7 +206,13 @@ fn no_api_reaches_the_file_system() {
         };
         assert!(refused, "{attempt}: {e:?}");
     }
-    let import = script::load("imp.rhai", "import \"/etc/passwd\" as p;", limits()).unwrap_err();
+    let import = script::load(
+        "imp.rhai",
+        "imp.rhai",
+        "import \"/etc/passwd\" as p;",
+        limits(),
+    )
+    .unwrap_err();
     assert_eq!(import.kind, ErrorKind::Syntax, "{import:?}");
 }
 
@@ -271,12 +277,12 @@ fn a_script_cannot_mutate_the_ir_except_through_the_engine() {
 fn declarations_are_checked_when_the_script_loads() {
     let typo =
         r#"transformation(#{ name: "Typo", level: "operator", doc: "", site: [], chekc: 1 });"#;
-    let e = script::load("typo.rhai", typo, limits()).unwrap_err();
+    let e = script::load("typo.rhai", "typo.rhai", typo, limits()).unwrap_err();
     assert!(e.message.contains("`chekc` is not a key"), "{e:?}");
     assert_eq!(e.kind, ErrorKind::Declaration, "{e:?}");
     assert_eq!(e.line, Some(1));
     let shadow = r#"transformation(#{ name: "MapTiling", level: "operator", doc: "", site: [#{name: "m", node: "map", doc: ""}], check: |p, s, a| (), rewrite: |e, s, a| () });"#;
-    let e = script::load("shadow.rhai", shadow, limits()).unwrap_err();
+    let e = script::load("shadow.rhai", "shadow.rhai", shadow, limits()).unwrap_err();
     assert!(e.message.contains("already exists"), "{e:?}");
 }
 
@@ -305,4 +311,53 @@ fn a_check_that_answers_neither_applies_nor_a_reason_is_a_fault_of_the_script() 
         refused.to_string().contains("the check returned i64"),
         "{refused}"
     );
+}
+
+/// A script `name` declaring one transformation `ReloadProbe` whose doc is `doc`.
+fn reload_probe(doc: &str) -> String {
+    format!(
+        r#"transformation(#{{ name: "ReloadProbe", level: "operator", doc: "{doc}", site: [#{{name: "m", node: "map", doc: ""}}], check: |p, s, a| true, rewrite: |e, s, a| () }});"#
+    )
+}
+
+#[test]
+fn an_edited_script_replaces_its_own_transformations_and_no_other_file_can_take_them() {
+    let doc = || find("ReloadProbe").expect("registered").schema().doc;
+    script::load(
+        "probe.rhai",
+        "/a/probe.rhai",
+        &reload_probe("first"),
+        limits(),
+    )
+    .unwrap();
+    assert_eq!(doc(), "first");
+    script::load(
+        "probe.rhai",
+        "/a/probe.rhai",
+        &reload_probe("edited"),
+        limits(),
+    )
+    .unwrap();
+    assert_eq!(doc(), "edited", "the edited text replaces the first one");
+    script::load(
+        "probe.rhai",
+        "/a/probe.rhai",
+        &reload_probe("first"),
+        limits(),
+    )
+    .unwrap();
+    assert_eq!(
+        doc(),
+        "first",
+        "going back to the first text (an undo) restores it"
+    );
+    let other = script::load("probe.rhai", "/b/probe.rhai", &reload_probe("b"), limits());
+    let e = other.expect_err("another file declaring the same name is refused");
+    assert!(e.message.contains("already exists"), "{e:?}");
+    assert_eq!(doc(), "first", "a refused load changes nothing");
+    let count = dmove::transform::all()
+        .iter()
+        .filter(|t| t.name() == "ReloadProbe")
+        .count();
+    assert_eq!(count, 1, "one registration at a time");
 }

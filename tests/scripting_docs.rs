@@ -117,7 +117,7 @@ fn every_rhai_block_of_the_reference_loads_and_runs() {
     let programs = programs();
     for b in &blocks {
         let name = format!("docs/scripting.md:{}", b.line);
-        let outcome = script::load(&name, &b.text, Limits::default()).and_then(|s| {
+        let outcome = script::load(&name, &name, &b.text, Limits::default()).and_then(|s| {
             let mut steps = 0;
             for (_, p) in &programs {
                 steps += exercise(&s, p)?;

@@ -41,17 +41,22 @@ fn load_script(path: &std::path::Path) -> Result<(), CliError> {
         source,
     })?;
     let name = path.display().to_string();
-    crate::script::load(&name, &text, crate::script::Limits::configured()).map_err(|e| {
-        let mut sources = crate::recipe::Sources::default();
-        let file = sources.add(name, text.as_str());
-        eprintln!(
-            "{:?}",
-            miette::Report::new(sources.render(&e.diagnostic(file, &text)))
-        );
-        CliError::Recipe(crate::cli::recipe::RecipeError::Rejected {
-            path: path.to_path_buf(),
-            errors: 1,
-        })
-    })?;
+    let owner = path
+        .canonicalize()
+        .map_or_else(|_| name.clone(), |p| p.display().to_string());
+    crate::script::load(&name, &owner, &text, crate::script::Limits::configured()).map_err(
+        |e| {
+            let mut sources = crate::recipe::Sources::default();
+            let file = sources.add(name, text.as_str());
+            eprintln!(
+                "{:?}",
+                miette::Report::new(sources.render(&e.diagnostic(file, &text)))
+            );
+            CliError::Recipe(crate::cli::recipe::RecipeError::Rejected {
+                path: path.to_path_buf(),
+                errors: 1,
+            })
+        },
+    )?;
     Ok(())
 }

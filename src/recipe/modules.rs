@@ -211,15 +211,18 @@ impl Loader {
     /// Adds, parses and registers one module, then loads what it uses; returns its index.
     fn module(&mut self, key: Key, name: String, text: &str, dir: Option<PathBuf>) -> usize {
         let file = self.sources.add(name.clone(), text);
-        let is_script = match &key {
-            Key::File(path) => path.to_str().is_some_and(scripts::is_script),
-            Key::Std(name) => stdlib::script(name).is_some(),
-            Key::Root => false,
+        let (is_script, owner) = match &key {
+            Key::File(path) => (
+                path.to_str().is_some_and(scripts::is_script),
+                path.display().to_string(),
+            ),
+            Key::Std(name) => (stdlib::script(name).is_some(), format!("std::{name}")),
+            Key::Root => (false, name.clone()),
         };
         let index = self.push_empty(file, name.clone(), dir);
         self.keys.push(key);
         if is_script {
-            match script::load(&name, text, script::Limits::configured()) {
+            match script::load(&name, &owner, text, script::Limits::configured()) {
                 Ok(s) => self.modules[index].script = Some(s),
                 Err(e) => self.diagnostics.push(e.diagnostic(file, text)),
             }

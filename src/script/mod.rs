@@ -12,8 +12,10 @@
 //! Loading a script compiles it, runs its top level once — where `transformation(#{…})` calls
 //! declare transformations — and registers those with the process-wide registry, so the
 //! engine, `dmove transforms`, traces and locks see them by name. A script is interned by the
-//! hash of its text: loading the same text again returns the same [`Script`], and two texts
-//! declaring the same name are refused.
+//! hash of its text: loading the same text again returns the same [`Script`]. Its *owner* (the
+//! file's canonical path, or `std::NAME`) says what a new text replaces: the same file edited
+//! and loaded again replaces its transformations, while two files declaring the same name are
+//! refused.
 
 pub mod actions;
 pub mod convert;
@@ -59,8 +61,8 @@ impl std::fmt::Debug for Script {
 }
 
 thread_local! {
-    /// Declarations collected while a script's top level runs.
-    static DECLARED: RefCell<Option<Vec<declare::Declaration>>> = const { RefCell::new(None) };
+    /// The owner of the script whose top level runs, and the declarations it made so far.
+    static DECLARED: RefCell<Option<(String, Vec<declare::Declaration>)>> = const { RefCell::new(None) };
 }
 
 /// Loaded scripts by text hash and limits (the limits are part of a script's engine).
@@ -77,20 +79,28 @@ pub fn hash_text(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
-/// Compiles and loads `text` (named `name` in messages), declaring its transformations.
-pub fn load(name: &str, text: &str, limits: Limits) -> Result<Arc<Script>, ScriptError> {
+/// Compiles and loads `text` (named `name` in messages) of the script at `owner` (see the
+/// module docs), declaring its transformations.
+pub fn load(
+    name: &str,
+    owner: &str,
+    text: &str,
+    limits: Limits,
+) -> Result<Arc<Script>, ScriptError> {
     let hash = hash_text(text);
     let key = (hash.clone(), limits);
     let mut scripts = interned().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(s) = scripts.get(&key) {
-        return Ok(s.clone());
+        let s = s.clone();
+        register(owner, &s)?;
+        return Ok(s);
     }
     let mut engine = sandbox::engine(&limits);
     register_api(&mut engine);
     let ast = engine
         .compile(text)
         .map_err(|e| ScriptError::from_parse(&e))?;
-    let declarations = declare_all(&engine, &ast, &limits)?;
+    let declarations = declare_all(&engine, &ast, owner, &limits)?;
     let script = Arc::new_cyclic(|weak| Script {
         name: name.to_string(),
         text: text.to_string(),
@@ -103,23 +113,31 @@ pub fn load(name: &str, text: &str, limits: Limits) -> Result<Arc<Script>, Scrip
             .map(|d| scripted::Scripted::leak(d, weak.clone(), hash.clone()))
             .collect(),
     });
+    register(owner, &script)?;
+    scripts.insert(key, script.clone());
+    Ok(script)
+}
+
+/// Makes `script`'s transformations the ones registered for `owner`.
+fn register(owner: &str, script: &Script) -> Result<(), ScriptError> {
     let declared: Vec<&'static dyn Transformation> = (script.transformations.iter())
         .map(|t| *t as &'static dyn Transformation)
         .collect();
-    transform::register(&declared).map_err(|e| ScriptError::new(ErrorKind::Declaration, e))?;
-    scripts.insert(key, script.clone());
-    Ok(script)
+    transform::register(owner, &declared).map_err(|e| ScriptError::new(ErrorKind::Declaration, e))
 }
 
 /// Runs the script's top level with a collector for `transformation(#{…})` declarations.
 fn declare_all(
     engine: &Engine,
     ast: &AST,
+    owner: &str,
     limits: &Limits,
 ) -> Result<Vec<declare::Declaration>, ScriptError> {
-    DECLARED.with(|d| *d.borrow_mut() = Some(Vec::new()));
+    DECLARED.with(|d| *d.borrow_mut() = Some((owner.to_string(), Vec::new())));
     let run = sandbox::timed(limits.time, || engine.run_ast(ast));
-    let declared = DECLARED.with(|d| d.borrow_mut().take()).unwrap_or_default();
+    let declared = (DECLARED.with(|d| d.borrow_mut().take()))
+        .map(|(_, v)| v)
+        .unwrap_or_default();
     run.map_err(|e| ScriptError::from_eval(*e))?;
     Ok(declared)
 }
@@ -127,8 +145,12 @@ fn declare_all(
 /// `transformation(#{…})`: valid only while a script's top level runs.
 fn declare_one(ctx: NativeCallContext, decl: Map) -> Result<(), Box<rhai::EvalAltResult>> {
     let taken = |name: &str| {
-        transform::lookup(name).is_some()
-            || DECLARED.with(|d| (d.borrow().iter().flatten()).any(|x| x.schema.name == name))
+        DECLARED.with(|d| match d.borrow().as_ref() {
+            Some((owner, earlier)) => {
+                transform::taken(name, owner) || earlier.iter().any(|x| x.schema.name == name)
+            }
+            None => transform::lookup(name).is_some(),
+        })
     };
     let d = declare::declaration(decl, &taken).map_err(|m| {
         let refused = Dynamic::from(error::Refused(m));
@@ -138,7 +160,7 @@ fn declare_one(ctx: NativeCallContext, decl: Map) -> Result<(), Box<rhai::EvalAl
         ))
     })?;
     DECLARED.with(|slot| match slot.borrow_mut().as_mut() {
-        Some(v) => {
+        Some((_, v)) => {
             v.push(d);
             Ok(())
         }

@@ -43,7 +43,7 @@ pub use listing::listing;
 pub use params::{
     parse_value, Args, Default, ListLen, ParamDecl, ParamError, ParamKind, ParamValue, Params,
 };
-pub use registry::{all, builtins, find, lookup, register, UnknownTransformation};
+pub use registry::{all, builtins, find, lookup, register, taken, UnknownTransformation};
 pub use site::{check_site, NodeClass, Role, SiteError};
 
 pub(crate) use binding::builtin_sites;

@@ -2,8 +2,9 @@
 //! scripts loaded by this process declared, in load order; each looked up by its one spelling.
 //!
 //! Scripted transformations are process-wide because loading a script is what makes its
-//! transformations exist, for the engine, traces, locks and `dmove transforms` alike; a name is
-//! never registered twice, so a lookup always means one thing.
+//! transformations exist, for the engine, traces, locks and `dmove transforms` alike; a name
+//! is registered once at a time, so a lookup always means one thing (a script reloaded after an
+//! edit replaces what its earlier text declared).
 
 use super::contract::Transformation;
 use super::expansion::expand::Expand;
@@ -27,30 +28,66 @@ use super::operator::{
 };
 use std::sync::RwLock;
 
-/// Transformations declared by loaded scripts, in load order.
-static SCRIPTED: RwLock<Vec<&'static dyn Transformation>> = RwLock::new(Vec::new());
-
-fn scripted() -> Vec<&'static dyn Transformation> {
-    SCRIPTED.read().unwrap_or_else(|e| e.into_inner()).clone()
+/// A scripted transformation and the script that registered it (its canonical path, or
+/// `std::NAME`).
+struct Registered {
+    owner: String,
+    t: &'static dyn Transformation,
 }
 
-/// Registers scripted transformations, all or none: a name already taken refuses them all.
-pub fn register(ts: &[&'static dyn Transformation]) -> Result<(), String> {
+/// Transformations declared by loaded scripts, in load order.
+static SCRIPTED: RwLock<Vec<Registered>> = RwLock::new(Vec::new());
+
+fn scripted() -> Vec<&'static dyn Transformation> {
+    let v = SCRIPTED.read().unwrap_or_else(|e| e.into_inner());
+    v.iter().map(|r| r.t).collect()
+}
+
+/// Whether `name` belongs to a built-in or to a script other than `owner`: a script may
+/// declare again what its own earlier text declared (it was edited), nothing else.
+pub fn taken(name: &str, owner: &str) -> bool {
+    let v = SCRIPTED.read().unwrap_or_else(|e| e.into_inner());
+    builtins().iter().any(|b| b.name() == name)
+        || v.iter().any(|r| r.t.name() == name && r.owner != owner)
+}
+
+/// Registers the transformations of the script at `owner`, all or none, replacing those its
+/// earlier text registered (a long-lived process — the REPL, the language server — sees a
+/// script edited and reloaded). The same transformations registered again are kept as they
+/// are (the same text loaded twice); a name taken by a built-in or another script refuses them
+/// all.
+pub fn register(owner: &str, ts: &[&'static dyn Transformation]) -> Result<(), String> {
     let mut v = SCRIPTED.write().unwrap_or_else(|e| e.into_inner());
+    let same = |a: &dyn Transformation, b: &dyn Transformation| std::ptr::addr_eq(a, b);
     for (i, t) in ts.iter().enumerate() {
-        let taken = builtins()
+        let kept = v.iter().any(|r| same(r.t, *t));
+        let by_other = v
             .iter()
-            .chain(v.iter())
-            .chain(&ts[..i])
-            .any(|x| x.name() == t.name());
-        if taken {
+            .find(|r| r.t.name() == t.name() && r.owner != owner && !same(r.t, *t));
+        if let Some(r) = by_other {
+            return Err(format!(
+                "a transformation named `{}` is already registered by {}",
+                t.name(),
+                r.owner
+            ));
+        }
+        let twice = ts[..i].iter().any(|x| x.name() == t.name());
+        if !kept && (twice || builtins().iter().any(|b| b.name() == t.name())) {
             return Err(format!(
                 "a transformation named `{}` is already registered",
                 t.name()
             ));
         }
     }
-    v.extend_from_slice(ts);
+    v.retain(|r| r.owner != owner || ts.iter().any(|t| same(r.t, *t)));
+    for t in ts {
+        if !v.iter().any(|r| same(r.t, *t)) {
+            v.push(Registered {
+                owner: owner.to_string(),
+                t: *t,
+            });
+        }
+    }
     Ok(())
 }
 
