@@ -364,11 +364,11 @@ fn as_written_keeps_constant_subgraphs_and_identities() {
     assert_eq!(seen, ["Add", "Identity", "Relu"]);
 }
 
-/// `x.view(x.size(0), -1) @ w` with the batch bound by `--dim`: the folded view shape `[2, -1]`
-/// holds the bound value, so the types below it use the value too (the Reshape is `[2, 12]`,
-/// not `[2, 12·N]`, and the MatMul's inner dimensions agree), while the input keeps its symbol.
+/// `x.view(x.size(0), -1) @ w` with the batch bound by `--dim`: the bound symbol is its value
+/// from the graph input on, so the view shape folds to `[2, -1]` and every type below agrees
+/// (the Reshape is `[2, 12]`, not `[2, 12·N]`, and the MatMul's inner dimensions agree).
 #[test]
-fn types_below_a_shape_folded_from_a_bound_symbol_use_its_value() {
+fn a_bound_symbol_is_its_value_in_every_type_from_the_input_on() {
     let model = ModelBuilder::new("view_bound", 13)
         .input("x", ["N", "3", "4"])
         .initializer_i64("zero", &[], vec![0])
@@ -400,7 +400,8 @@ fn types_below_a_shape_folded_from_a_bound_symbol_use_its_value() {
     let p = import(&model, &opts).expect("imports");
     assert_eq!(library_ops(&p), ["Reshape", "MatMul"]);
     assert_eq!(p.data["flat"].shape, [SymExpr::Int(2), SymExpr::Int(12)]);
-    assert_eq!(p.data["x"].shape[0], SymExpr::sym("N"));
+    assert_eq!(p.data["x"].shape[0], SymExpr::Int(2));
+    assert_eq!(p.symbols["N"], Some(2), "the binding stays on record");
     let y = &run(&p, iota(&[2, 3, 4]))["y"];
     assert_eq!(y.shape, [2, 2]);
     assert_eq!(y.get_f64(2), 0.5 * (12..24).sum::<i64>() as f64);

@@ -10,7 +10,6 @@ use crate::ir::validate::validate;
 use crate::ir::{DType, Program, Tensor};
 use crate::onnx::idioms::{require_bound_inputs, IMPORTER_HANDLED};
 use crate::onnx::load::is_default_domain;
-use crate::onnx::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::onnx::proto::type_proto::Value as TypeValue;
 use crate::onnx::proto::{GraphProto, ModelProto};
 use crate::onnx::tensor::{dtype_of, encode_tensor};
@@ -380,7 +379,6 @@ fn import_specialised(
     if let Some(g) = specialised.graph.as_mut() {
         g.initializer
             .extend(constant.iter().map(|(name, t)| encode_tensor(name, t)));
-        unknown_negative_dims(g);
     }
     let opts = ImportOptions {
         input_shapes: inputs
@@ -391,29 +389,6 @@ fn import_specialised(
         ..ImportOptions::default()
     };
     import(&specialised, &opts).map_err(at(Stage::Import))
-}
-
-/// Marks the `-1` dimensions of the graph's declared types (inputs, outputs, intermediate
-/// values) as unknown, as the exporters that write them (Paddle, TensorFlow) mean them: the
-/// importer then takes an input's from the data set's shape like any unnamed dimension, and
-/// checks an output's against nothing.
-fn unknown_negative_dims(graph: &mut GraphProto) {
-    let declared = graph
-        .input
-        .iter_mut()
-        .chain(&mut graph.output)
-        .chain(&mut graph.value_info);
-    for value in declared {
-        let Some(TypeValue::TensorType(t)) = value.r#type.as_mut().and_then(|t| t.value.as_mut())
-        else {
-            continue;
-        };
-        for dim in t.shape.iter_mut().flat_map(|s| &mut s.dim) {
-            if matches!(dim.value, Some(DimValue::DimValue(v)) if v < 0) {
-                dim.value = None;
-            }
-        }
-    }
 }
 
 /// Every operator expanded, the result validated, every input dimension bound.

@@ -112,8 +112,6 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
         outputs: BTreeSet::new(),
         all_names: all_names(graph),
         alias: BTreeMap::new(),
-        bound: BTreeMap::new(),
-        specialised: BTreeSet::new(),
         unbound_values: BTreeMap::new(),
     };
     let mut p = Program::new(name);
@@ -205,11 +203,6 @@ struct Importer<'m> {
     all_names: BTreeSet<String>,
     /// Outputs of removed `Identity`/`Dropout` nodes → the container they rename.
     alias: BTreeMap<String, String>,
-    /// Values of the bound symbols (dimensions stay symbolic in types; folding uses these).
-    bound: BTreeMap<String, i64>,
-    /// Tensors whose value or type depends on the value of a bound symbol (see `bind` in
-    /// `nodes.rs`).
-    specialised: BTreeSet<String>,
     /// Tensors whose values depend on unbound symbols (outputs of `Shape`/`Size` that could not
     /// fold, and what is computed from them) → those symbols, to name them when a node needs
     /// such a value as a constant.
@@ -257,15 +250,25 @@ impl<'m> Importer<'m> {
         Ok(())
     }
 
-    /// Graph inputs that are not initializers, in order, with their symbols.
+    /// Graph inputs that are not initializers, in order, with their symbols. Typed twice: the
+    /// first pass collects every binding (`--shape` of one input binds a symbol another input
+    /// uses too), the second gives each input its type with every bound symbol's value.
     fn inputs(&mut self, p: &mut Program) -> Result<(), OnnxError> {
         let mut syms = Symbols::default();
+        let graph_inputs: Vec<(String, &ValueInfoProto)> = (self.graph.input.iter().enumerate())
+            .map(|(i, vi)| {
+                Ok((
+                    non_empty(vi.name.as_ref(), || format!("graph input #{i}"))?,
+                    vi,
+                ))
+            })
+            .filter(|r| !matches!(r, Ok((name, _)) if self.constants.contains_key(name)))
+            .collect::<Result<_, OnnxError>>()?;
+        for (name, vi) in &graph_inputs {
+            input_type(vi, name, self.opts, &mut syms)?;
+        }
         let mut names = BTreeSet::new();
-        for (i, vi) in self.graph.input.iter().enumerate() {
-            let name = non_empty(vi.name.as_ref(), || format!("graph input #{i}"))?;
-            if self.constants.contains_key(&name) {
-                continue;
-            }
+        for (name, vi) in graph_inputs {
             self.define(&name, "graph input")?;
             let ty = input_type(vi, &name, self.opts, &mut syms)?;
             p.data.insert(
@@ -277,11 +280,6 @@ impl<'m> Importer<'m> {
             names.insert(name);
         }
         check_options(self.opts, &names, &syms)?;
-        self.bound = syms
-            .values
-            .iter()
-            .filter_map(|(k, v)| v.map(|v| (k.clone(), v)))
-            .collect();
         p.symbols = syms.values;
         Ok(())
     }

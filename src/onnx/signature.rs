@@ -65,9 +65,13 @@ impl Symbols {
     }
 }
 
-/// The type of graph input `vi`. Fixed dimensions stay literals; `dim_param`s become symbols,
-/// bound from `opts.dims` or `opts.input_shapes`; dimensions with neither get a fresh symbol
-/// `<input>_dim<i>` unless `opts.input_shapes` fixes them.
+/// The type of graph input `vi`. Fixed dimensions stay literals. A `dim_param` is a symbol,
+/// replaced by its value wherever one is known — from `opts.dims`, or from `opts.input_shapes`
+/// of any input that uses it (so `syms` must already hold every input's bindings: the
+/// importer types the inputs once to collect them, then again) — because every shape computation downstream (convolution arithmetic,
+/// Resize, Reshape, Slice…) then sees numbers. A dimension with neither a value nor a name
+/// (`-1`, an empty `dim_param`, nothing), as Paddle and TensorFlow exports write them, is the
+/// position's value from `opts.input_shapes`, or else a fresh symbol `<input>_dim<i>`.
 pub fn input_type(
     vi: &ValueInfoProto,
     name: &str,
@@ -107,13 +111,7 @@ pub fn input_type(
     for (i, d) in shape.dim.iter().enumerate() {
         let wanted = given.map(|g| g[i]);
         let dim = match &d.value {
-            Some(DimValue::DimValue(v)) if *v < 0 => {
-                return Err(OnnxError::value_type(
-                    name,
-                    format!("dimension {i} is negative ({v})"),
-                ))
-            }
-            Some(DimValue::DimValue(v)) => {
+            Some(DimValue::DimValue(v)) if *v >= 0 => {
                 if let Some(w) = wanted.filter(|w| w != v) {
                     return Err(OnnxError::options(format!(
                         "input_shapes gives dimension {i} of input `{name}` the value {w} but the model fixes it to {v}"
@@ -124,14 +122,20 @@ pub fn input_type(
             Some(DimValue::DimParam(p)) if !p.is_empty() => {
                 syms.bind(p, opts.dims.get(p).copied(), name)?;
                 syms.bind(p, wanted, name)?;
-                SymExpr::sym(p.clone())
+                match syms.values.get(p).copied().flatten() {
+                    Some(v) => SymExpr::Int(v),
+                    None => SymExpr::sym(p.clone()),
+                }
             }
             _ => match wanted {
                 Some(w) => SymExpr::Int(w),
                 None => {
                     let fresh = format!("{name}_dim{i}");
-                    syms.bind(&fresh, None, name)?;
-                    SymExpr::sym(fresh)
+                    syms.bind(&fresh, opts.dims.get(&fresh).copied(), name)?;
+                    match syms.values.get(&fresh).copied().flatten() {
+                        Some(v) => SymExpr::Int(v),
+                        None => SymExpr::sym(fresh),
+                    }
                 }
             },
         };
@@ -189,7 +193,8 @@ pub fn check_declared(
         s.dim
             .iter()
             .map(|d| match d.value {
-                Some(DimValue::DimValue(v)) => Some(v),
+                // `-1` is how some exporters write "unknown".
+                Some(DimValue::DimValue(v)) if v >= 0 => Some(v),
                 _ => None,
             })
             .collect()

@@ -75,14 +75,6 @@ impl Importer<'_> {
                 false => Some(self.resolve_input(index, label, tensor)?),
             });
         }
-        let bound_types: Vec<Option<TensorType>> = in_types
-            .iter()
-            .map(|t| t.as_ref().map(|t| self.bind(t)))
-            .collect();
-        let specialised = inputs
-            .iter()
-            .flatten()
-            .any(|t| self.specialised.contains(t));
         // Trailing empty names are omitted optional outputs.
         let listed = node
             .output
@@ -92,26 +84,27 @@ impl Importer<'_> {
         let outputs = &node.output[..listed];
         let idioms = !self.opts.as_written;
         if let Some(folded) = self
-            .fold_by_type(&op_name, &attrs, &bound_types, outputs.len())
+            .fold_by_type(&op_name, &attrs, &in_types, outputs.len())
             .filter(|_| idioms)
         {
-            if specialised || bound_types != in_types {
-                self.specialised.insert(outputs[0].clone());
-            }
             return self.constant_result(b, label, &outputs[0], folded);
-        }
-        if specialised {
-            in_types = bound_types;
-            self.specialised.extend(outputs.iter().cloned());
         }
         let unbound = self.unbound_symbols(&op_name, &inputs, &in_types);
         for out in outputs.iter().filter(|_| !unbound.is_empty()) {
             self.unbound_values.insert(out.clone(), unbound.clone());
         }
-        // A node that needs such a value as a constant fails because of the unbound symbol.
-        let infer_err = |source: OpError| match unbound.is_empty() {
-            true => infer_err(source),
-            false => OnnxError::shape_from_unbound(label, &op_name, &unbound, source),
+        // A node that needs such a value as a constant fails because of the unbound symbol, and
+        // so does one that cannot compute with a symbolic extent of its inputs (Resize by
+        // scales): both name the symbols and the flags that bind them.
+        let extents: BTreeSet<String> = (in_types.iter().flatten())
+            .flat_map(|t| t.shape.iter().flat_map(SymExpr::free_symbols))
+            .collect();
+        let infer_err = |source: OpError| match (&source, unbound.is_empty()) {
+            (_, false) => OnnxError::shape_from_unbound(label, &op_name, &unbound, source),
+            (OpError::Unsupported { .. }, true) if !extents.is_empty() => {
+                OnnxError::shape_from_unbound(label, &op_name, &extents, source)
+            }
+            _ => infer_err(source),
         };
         if idioms && PASS_THROUGH.contains(&op_name.as_str()) {
             return self.pass_through(b, label, &op_name, attrs, &inputs, &in_types, outputs);
@@ -170,25 +163,6 @@ impl Importer<'_> {
         Ok(())
     }
 
-    /// `ty` with the values of bound symbols substituted. Types keep their symbols, except
-    /// downstream of a value that depends on a bound symbol's value (`Shape` of a bound input,
-    /// folded into numbers): there, types derived from those numbers and types derived from the
-    /// input must agree, or `Reshape(x, [1, -1])` of a `[batch, 128]` tensor comes out as
-    /// `[1, 128·batch]` and no longer matches its consumer. Such tensors are `specialised`, and
-    /// every node reading one infers its types with bound symbols substituted.
-    fn bind(&self, ty: &TensorType) -> TensorType {
-        let lookup = |s: &str| self.bound.get(s).copied();
-        let dims = ty
-            .shape
-            .iter()
-            .map(|d| {
-                d.eval_with(&lookup)
-                    .map_or_else(|_| d.clone(), SymExpr::Int)
-            })
-            .collect();
-        TensorType::new(ty.dtype, dims)
-    }
-
     /// The unbound symbols the values of this node's outputs depend on: those of its inputs'
     /// values, and for `Shape`/`Size` the unbound symbols of the input's type.
     fn unbound_symbols(
@@ -206,13 +180,13 @@ impl Importer<'_> {
             .collect();
         if let ("Shape" | "Size", Some(Some(ty))) = (op, in_types.first()) {
             let free = ty.shape.iter().flat_map(SymExpr::free_symbols);
-            symbols.extend(free.filter(|s| !self.bound.contains_key(s)));
+            symbols.extend(free);
         }
         symbols
     }
 
-    /// `Shape`/`Size` of an input whose shape is static (given with bound symbols
-    /// substituted), whatever the operator library offers.
+    /// `Shape`/`Size` of an input whose shape is static (bound symbols are numbers from the
+    /// graph inputs on), whatever the operator library offers.
     fn fold_by_type(
         &self,
         op: &str,
