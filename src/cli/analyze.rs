@@ -1,5 +1,6 @@
 //! `dmove analyze`: data-movement reports, sweeps with leading terms, and choosing tile sizes.
 
+use super::recipe::optimize;
 use super::{
     load_program, output_path, parse_node_id, print_json, write_output, Bindings, CliError,
 };
@@ -12,7 +13,7 @@ use crate::ir::Program;
 use crate::ops::expand::expand_all;
 use crate::transform::engine::Checks;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `dmove analyze`
 #[derive(Clone, Debug, clap::Args)]
@@ -40,9 +41,17 @@ pub struct AnalyzeArgs {
     /// Print the report (or the sweep, or the tile choice) as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Write the miss-ratio curve and per-node DMD bars as SVG.
+    /// Write a figure as SVG: the miss-ratio curve and DMD per node and per array (with
+    /// `--recipe`: the naive lowering and the recipe's result side by side).
     #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
+    /// Also analyze the model after this recipe (a `.recipe` file or `std::NAME`, run with
+    /// every check as `dmove run` does) and compare it with the naive lowering.
+    #[arg(long, value_name = "RECIPE", conflicts_with_all = ["kernel", "sweep", "choose_tile"])]
+    pub recipe: Option<PathBuf>,
+    /// Override a recipe parameter, e.g. `--set tile=32` (needs `--recipe`).
+    #[arg(long = "set", value_name = "NAME=VALUE", requires = "recipe")]
+    pub set: Vec<String>,
     /// Evaluate at several sizes and fit the leading term: `n=32..512` (doubling) or `n=32,48`.
     #[arg(long, value_name = "NAME=RANGE")]
     pub sweep: Option<String>,
@@ -118,11 +127,50 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
         })?;
         return emit(args.json, &s, &s.render());
     }
+    if let (Some(recipe), Some(model)) = (&args.recipe, &args.model) {
+        return compare(args, model, recipe, &opts);
+    }
     let report = run_analysis(subject.source(None)?.as_ref(), &opts)?;
     if let Some(path) = &args.plot {
         write_output(path, crate::analysis::svg::plot(&report).as_bytes())?;
     }
     emit(args.json, &report, &report.render())
+}
+
+/// The naive lowering of `model` against the model after `recipe`: both reports, and the
+/// comparison figure with `--plot`.
+fn compare(
+    args: &AnalyzeArgs,
+    model: &Path,
+    recipe: &Path,
+    opts: &Options,
+) -> Result<(), CliError> {
+    let o = optimize(model, &args.bindings, recipe, &args.set, 0)?;
+    let before = run_analysis(&IrTrace::new(&o.imported)?, opts)?;
+    let after = run_analysis(&IrTrace::new(&o.done.program)?, opts)?;
+    if let Some(path) = &args.plot {
+        let svg =
+            crate::analysis::svg::compare(&before, &after, ["naive lowering", "after recipe"]);
+        write_output(path, svg.as_bytes())?;
+    }
+    let both = Compared {
+        baseline: before,
+        optimized: after,
+    };
+    let text = format!(
+        "naive lowering\n{}\n{}\n{}",
+        both.baseline.render(),
+        o.origin,
+        both.optimized.render()
+    );
+    emit(args.json, &both, &text)
+}
+
+/// `analyze --recipe --json`: both reports.
+#[derive(serde::Serialize)]
+struct Compared {
+    baseline: crate::analysis::Report,
+    optimized: crate::analysis::Report,
 }
 
 fn choose_tile(

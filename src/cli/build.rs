@@ -7,8 +7,7 @@
 //! shipped is what those commands show and test.
 
 use super::commands::lowered;
-use super::recipe::run::default_lock;
-use super::recipe::{execute, load_checked, load_model, parse_sets, recipe_name, user_run};
+use super::recipe::{file_name, optimize};
 use super::{Bindings, CliError};
 use crate::codegen::Deliverable;
 use crate::ir::Program;
@@ -48,7 +47,7 @@ pub fn build(args: &BuildArgs) -> Result<(), CliError> {
     let (program, origin) = match &args.recipe {
         None => (
             lowered(&args.model, &args.bindings)?,
-            model_name(&args.model),
+            file_name(&args.model),
         ),
         Some(recipe) => optimized(args, recipe)?,
     };
@@ -64,29 +63,6 @@ pub fn build(args: &BuildArgs) -> Result<(), CliError> {
 /// The model after `recipe`, run the way `dmove run` runs it (its lock is not written: a
 /// build records nothing beside the recipe).
 fn optimized(args: &BuildArgs, recipe: &Path) -> Result<(Program, String), CliError> {
-    let checked = load_checked(recipe)?;
-    let set = parse_sets(&args.set)?;
-    let model = load_model(&args.model, &args.bindings, &set, &default_lock(recipe))?;
-    crate::onnx::idioms::require_bound_inputs(&model.program)?;
-    let opts = user_run(set, args.seed);
-    let done = execute(&checked.loaded, &model, &opts)?;
-    eprintln!(
-        "{}: {} checked rewrite(s) applied",
-        recipe.display(),
-        done.report.steps.len()
-    );
-    let origin = format!(
-        "{} with recipe {}",
-        model_name(&args.model),
-        recipe_name(&checked.loaded, recipe)
-    );
-    Ok((done.program, origin))
-}
-
-/// The model's file name: the deliverable names its origin without this machine's paths.
-fn model_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
+    let o = optimize(&args.model, &args.bindings, recipe, &args.set, args.seed)?;
+    Ok((o.done.program, o.origin))
 }

@@ -224,6 +224,54 @@ pub fn execute(l: &Loaded, model: &Model, opts: &RunOptions) -> Result<Executed,
     }
 }
 
+/// A model after a recipe, run the way `dmove run` runs it but without writing a lock (for
+/// commands that only use the result: `build`, `analyze --recipe`, `view --recipe`).
+pub struct Optimized {
+    /// The model as imported, before the first step.
+    pub imported: Program,
+    pub done: Executed,
+    /// `MODEL with recipe NAME` (file names only, no paths of this machine).
+    pub origin: String,
+}
+
+/// Runs `recipe` (a file or `std::NAME`) on the model at `model` with every check; `set` are
+/// `--set` values and `seed` the seed of the numerics checks' random inputs.
+pub fn optimize(
+    model: &Path,
+    bindings: &Bindings,
+    recipe: &Path,
+    set: &[String],
+    seed: u64,
+) -> Result<Optimized, CliError> {
+    let checked = load_checked(recipe)?;
+    let set = parse_sets(set)?;
+    let model_data = load_model(model, bindings, &set, &run::default_lock(recipe))?;
+    crate::onnx::idioms::require_bound_inputs(&model_data.program)?;
+    let done = execute(&checked.loaded, &model_data, &user_run(set, seed))?;
+    eprintln!(
+        "{}: {} checked rewrite(s) applied",
+        recipe.display(),
+        done.report.steps.len()
+    );
+    Ok(Optimized {
+        imported: model_data.program,
+        done,
+        origin: format!(
+            "{} with recipe {}",
+            file_name(model),
+            recipe_name(&checked.loaded, recipe)
+        ),
+    })
+}
+
+/// The file name of `path`, without this machine's directories.
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// The command-line bindings an entry was run with, to import its model the same way again.
 pub fn bindings_of(e: &LockEntry) -> Bindings {
     Bindings {
