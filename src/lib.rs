@@ -67,6 +67,7 @@ pub mod plot;
 pub mod recipe;
 pub mod script;
 pub mod transform;
+pub mod view;
 
 pub use codegen::{emit, Compiled};
 pub use ir::{NodeId, Program};
