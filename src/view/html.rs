@@ -98,7 +98,14 @@ pub fn page(h: &History, metric: Metric) -> Result<String, ViewError> {
         legend = legend,
         top = legend_h + draw::MARGIN,
         margin = draw::MARGIN,
-        steps = h.steps,
+        stepper = if h.frames.len() > 1 { "" } else { " hidden" },
+        steps = match h.steps {
+            0 => String::new(),
+            n => format!(
+                " · {n} recipe step(s): the boxes a step added or changed are outlined in green, \
+                 and with “before” what it changed or removed in red"
+            ),
+        },
         last = h.frames.len() - 1,
         data = json,
         script = SCRIPT,
