@@ -1,6 +1,6 @@
 //! `dmove analyze`: data-movement reports, sweeps with leading terms, and choosing tile sizes.
 
-use super::recipe::optimize;
+use super::recipe::{optimize, WithRecipe};
 use super::{
     load_program, output_path, parse_node_id, print_json, write_output, Bindings, CliError,
 };
@@ -24,7 +24,7 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub bindings: Bindings,
     /// A built-in kernel instead of a model.
-    #[arg(long, value_name = "NAME", long_help = kernel_help())]
+    #[arg(long, value_name = "NAME", long_help = kernel_help(), conflicts_with = "recipe")]
     pub kernel: Option<String>,
     /// Kernel parameters, e.g. `--param n=64 --param order=kij`.
     #[arg(long = "param", value_name = "NAME=VALUE")]
@@ -45,18 +45,14 @@ pub struct AnalyzeArgs {
     /// `--recipe`: the naive lowering and the recipe's result side by side).
     #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
-    /// Also analyze the model after this recipe (a `.recipe` file or `std::NAME`, run with
-    /// every check as `dmove run` does) and compare it with the naive lowering.
-    #[arg(long, value_name = "RECIPE", conflicts_with_all = ["kernel", "sweep", "choose_tile"])]
-    pub recipe: Option<PathBuf>,
-    /// Override a recipe parameter, e.g. `--set tile=32` (needs `--recipe`).
-    #[arg(long = "set", value_name = "NAME=VALUE", requires = "recipe")]
-    pub set: Vec<String>,
+    /// With `--recipe`, the report (and `--plot`) compares the naive lowering with the result.
+    #[command(flatten)]
+    pub with: WithRecipe,
     /// Evaluate at several sizes and fit the leading term: `n=32..512` (doubling) or `n=32,48`.
-    #[arg(long, value_name = "NAME=RANGE")]
+    #[arg(long, value_name = "NAME=RANGE", conflicts_with = "recipe")]
     pub sweep: Option<String>,
     /// Choose the tile size of this map (node id, after lowering) by DMD.
-    #[arg(long, value_name = "MAP")]
+    #[arg(long, value_name = "MAP", conflicts_with = "recipe")]
     pub choose_tile: Option<String>,
     /// Tile sizes to choose from, with `--choose-tile`, e.g. `--candidates 8,16,32,64`.
     #[arg(long, value_delimiter = ',', value_name = "SIZE")]
@@ -127,7 +123,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
         })?;
         return emit(args.json, &s, &s.render());
     }
-    if let (Some(recipe), Some(model)) = (&args.recipe, &args.model) {
+    if let (Some(recipe), Some(model)) = (&args.with.recipe, &args.model) {
         return compare(args, model, recipe, &opts);
     }
     let report = run_analysis(subject.source(None)?.as_ref(), &opts)?;
@@ -145,7 +141,7 @@ fn compare(
     recipe: &Path,
     opts: &Options,
 ) -> Result<(), CliError> {
-    let o = optimize(model, &args.bindings, recipe, &args.set, 0)?;
+    let o = optimize(model, &args.bindings, recipe, &args.with.set, 0)?;
     let before = run_analysis(&IrTrace::new(&o.imported)?, opts)?;
     let after = run_analysis(&IrTrace::new(&o.done.program)?, opts)?;
     if let Some(path) = &args.plot {

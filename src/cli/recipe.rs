@@ -224,6 +224,31 @@ pub fn execute(l: &Loaded, model: &Model, opts: &RunOptions) -> Result<Executed,
     }
 }
 
+/// `--recipe R [--set NAME=VALUE]`: optimize the model with a recipe first (`build`,
+/// `analyze`, `view`).
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct WithRecipe {
+    /// Optimize the model with this recipe first: a `.recipe` file or a standard module such as
+    /// `std::cpu`, run with every check as `dmove run` runs it (no lock is written).
+    #[arg(long, value_name = "RECIPE")]
+    pub recipe: Option<PathBuf>,
+    /// Override a recipe parameter, e.g. `--set tile=32` (needs `--recipe`).
+    #[arg(long = "set", value_name = "NAME=VALUE", requires = "recipe")]
+    pub set: Vec<String>,
+}
+
+/// A model, how to import it, and a recipe to run on it first, if any (`build`, `view`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct ModelInput {
+    /// The model: an `.onnx` file, or textual IR (any other extension).
+    #[arg(value_name = "MODEL")]
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub bindings: Bindings,
+    #[command(flatten)]
+    pub with: WithRecipe,
+}
+
 /// A model after a recipe, run the way `dmove run` runs it but without writing a lock (for
 /// commands that only use the result: `build`, `analyze --recipe`, `view --recipe`).
 pub struct Optimized {

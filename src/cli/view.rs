@@ -2,8 +2,8 @@
 //! `view`). With a recipe, the SVG shows the program after it and the HTML page has a slider
 //! through every step.
 
-use super::recipe::{file_name, optimize};
-use super::{load_program, write_output, Bindings, CliError};
+use super::recipe::{file_name, optimize, ModelInput};
+use super::{load_program, write_output, CliError};
 use crate::ops::expand::expand_all;
 use crate::view::colour::Metric;
 use std::path::PathBuf;
@@ -11,18 +11,10 @@ use std::path::PathBuf;
 /// `dmove view`
 #[derive(Clone, Debug, clap::Args)]
 pub struct ViewArgs {
-    /// The model: an `.onnx` file, or textual IR (any other extension).
-    #[arg(value_name = "MODEL")]
-    pub model: PathBuf,
+    /// The model, its bindings and `--recipe` (without it: the model as loaded; with it, the HTML
+    /// page gets a slider through its steps).
     #[command(flatten)]
-    pub bindings: Bindings,
-    /// Run this recipe first (a `.recipe` file or `std::NAME`, with every check); the HTML page
-    /// gets a slider through its steps.
-    #[arg(long, value_name = "RECIPE")]
-    pub recipe: Option<PathBuf>,
-    /// Override a recipe parameter, e.g. `--set tile=32` (needs `--recipe`).
-    #[arg(long = "set", value_name = "NAME=VALUE", requires = "recipe")]
-    pub set: Vec<String>,
+    pub input: ModelInput,
     /// Show every operator expanded into maps and tasklets (without `--recipe`).
     #[arg(long, conflicts_with = "recipe")]
     pub expand: bool,
@@ -59,22 +51,28 @@ pub fn view(args: &ViewArgs) -> Result<(), CliError> {
             )))
         }
     };
-    let bytes = match (&args.recipe, format) {
+    let bytes = match (&args.input.with.recipe, format) {
         (None, format) => {
-            let mut p = load_program(&args.model, &args.bindings)?;
+            let mut p = load_program(&args.input.model, &args.input.bindings)?;
             if args.expand {
                 expand_all(&mut p)?;
             }
             match format {
                 Format::Svg => crate::view::svg(&p, args.colour)?,
                 Format::Html => crate::view::html::page(
-                    &crate::view::history::single(p, &file_name(&args.model)),
+                    &crate::view::history::single(p, &file_name(&args.input.model)),
                     args.colour,
                 )?,
             }
         }
         (Some(recipe), format) => {
-            let o = optimize(&args.model, &args.bindings, recipe, &args.set, 0)?;
+            let o = optimize(
+                &args.input.model,
+                &args.input.bindings,
+                recipe,
+                &args.input.with.set,
+                0,
+            )?;
             match format {
                 Format::Svg => crate::view::svg(&o.done.program, args.colour)?,
                 Format::Html => {

@@ -2,7 +2,7 @@
 //! baseline and optimized), on a log or linear value axis with ticks, grid lines and a titled
 //! unit; optional whiskers show a spread (min–max of repeated runs).
 
-use super::figure::{legend, Panel, SERIES_COLOURS};
+use super::figure::{panel_head, Panel, SERIES_COLOURS};
 use super::scale::{Scale, Unit};
 use super::svg::{Anchor, Doc};
 use super::text_width;
@@ -107,16 +107,7 @@ impl Panel for Bars {
         let plot_w = right - left;
         let top = y + HEAD;
         let bottom = top + self.row_height() * self.rows.len().max(1) as f64;
-        doc.text(
-            x + 12.0,
-            y + 14.0,
-            Anchor::Start,
-            "font-size=\"13\" font-weight=\"bold\"",
-            &self.title,
-        );
-        if self.series.len() > 1 {
-            legend(doc, x + width - 12.0, y + 14.0, &self.series);
-        }
+        panel_head(doc, (x, y), x + width - 12.0, &self.title, &self.series);
         for t in scale.ticks() {
             let tx = left + plot_w * scale.fraction(t);
             doc.line((tx, top - 4.0), (tx, bottom), "#e3e3e3", 1.0);

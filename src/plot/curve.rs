@@ -1,7 +1,7 @@
 //! Line charts over a log₂ x axis: the LRU miss-ratio curve of one or several programs against
 //! cache capacity, with the capacity written in its unit (bytes, or elements).
 
-use super::figure::{legend, Panel, SERIES_COLOURS};
+use super::figure::{panel_head, Panel, SERIES_COLOURS};
 use super::scale::{Scale, Unit};
 use super::svg::{Anchor, Doc};
 
@@ -23,10 +23,21 @@ pub struct Curves {
 }
 
 const HEIGHT: f64 = 280.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 30.0;
-const TOP: f64 = 34.0;
-const BOTTOM: f64 = 50.0;
+/// Room around the plot area: tick labels and the y title on the left, the title on top, tick
+/// labels and the x title below.
+const MARGINS: Margins = Margins {
+    left: 70.0,
+    right: 30.0,
+    top: 34.0,
+    bottom: 50.0,
+};
+
+struct Margins {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
 
 impl Panel for Curves {
     fn height(&self, _width: f64) -> f64 {
@@ -44,25 +55,16 @@ impl Panel for Curves {
             hi: 1,
         });
         let yscale = Scale::Linear { lo: 0.0, hi: 1.0 };
-        let (left, right) = (x + LEFT, x + width - RIGHT);
-        let (top, bottom) = (y + TOP, y + HEIGHT - BOTTOM);
+        let (left, right) = (x + MARGINS.left, x + width - MARGINS.right);
+        let (top, bottom) = (y + MARGINS.top, y + HEIGHT - MARGINS.bottom);
         let at = |(px, py): (f64, f64)| {
             (
                 left + (right - left) * xscale.fraction(px),
                 bottom - (bottom - top) * yscale.fraction(py),
             )
         };
-        doc.text(
-            x + 12.0,
-            y + 14.0,
-            Anchor::Start,
-            "font-size=\"13\" font-weight=\"bold\"",
-            &self.title,
-        );
-        if self.series.len() > 1 {
-            let names: Vec<String> = self.series.iter().map(|s| s.name.clone()).collect();
-            legend(doc, right, y + 14.0, &names);
-        }
+        let names: Vec<String> = self.series.iter().map(|s| s.name.clone()).collect();
+        panel_head(doc, (x, y), right, &self.title, &names);
         for t in xscale.ticks() {
             let (tx, _) = at((t, 0.0));
             doc.line((tx, top), (tx, bottom), "#e3e3e3", 1.0);

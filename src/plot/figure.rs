@@ -45,8 +45,23 @@ pub fn figure(title: &str, subtitle: &str, panels: &[&dyn Panel]) -> String {
 /// Colours of the series of a chart, told apart also in grey print (dark blue, orange, …).
 pub const SERIES_COLOURS: [&str; 4] = ["#3b6ea5", "#e8871e", "#5a9e4b", "#9b59b6"];
 
+/// A panel's title at its top left (`x`, `y`) and, for two or more series, their legend
+/// right-aligned at `right`.
+pub fn panel_head(doc: &mut Doc, (x, y): (f64, f64), right: f64, title: &str, series: &[String]) {
+    doc.text(
+        x + 12.0,
+        y + 14.0,
+        Anchor::Start,
+        "font-size=\"13\" font-weight=\"bold\"",
+        title,
+    );
+    if series.len() > 1 {
+        legend(doc, right, y + 14.0, series);
+    }
+}
+
 /// A legend of the series' names, right-aligned on one line at `y`.
-pub fn legend(doc: &mut Doc, right: f64, y: f64, names: &[String]) {
+fn legend(doc: &mut Doc, right: f64, y: f64, names: &[String]) {
     let mut x = right;
     for (i, name) in names.iter().enumerate().rev() {
         let w = super::text_width(name, 11.0) + 22.0;
