@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 /// What colours the arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Metric {
-    /// Bytes moved by the memlets that read or write the array.
+    // (Plain comments: the `--color` help lists the values in one line.)
+    // Bytes moved by the memlets that read or write the array.
     Bytes,
-    /// Data movement distance of the array's accesses (runs the analysis).
+    // Data movement distance of the array's accesses (runs the analysis).
     Dmd,
 }
 
