@@ -111,3 +111,41 @@ pub fn page(h: &History, metric: Metric) -> Result<String, ViewError> {
         script = SCRIPT,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{DType, DataDesc, DataKind, Program};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn names_from_a_model_cannot_end_the_pages_script_or_inject_markup() {
+        let mut p = Program::new("evil</script><script>alert(1)</script>");
+        let name = "x</script><b onmouseover=alert(2)>";
+        p.data.insert(
+            name.into(),
+            DataDesc::new(DType::F32, vec![4.into()], DataKind::Input),
+        );
+        p.build(|b| {
+            b.library(
+                "</title><svg onload=alert(3)>",
+                "Relu",
+                BTreeMap::new(),
+                &[Some(name)],
+                &[],
+            );
+        });
+        let page = page(&super::super::history::single(p, "m.onnx"), Metric::Bytes).unwrap();
+        assert_eq!(
+            page.matches("</script>").count(),
+            3,
+            "the page's own three script elements"
+        );
+        assert!(!page.contains("<b onmouseover"));
+        assert!(!page.contains("<svg onload"));
+        assert!(
+            page.contains("x&lt;/script&gt;"),
+            "escaped inside the frames' markup"
+        );
+    }
+}

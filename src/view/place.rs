@@ -77,3 +77,87 @@ pub fn place(s: &Scope) -> Placed {
         width,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::fixtures::matmul;
+    use crate::ir::{Schedule, SymExpr};
+    use crate::view::colour::{Colouring, Metric};
+    use crate::view::scene::scene;
+
+    fn placed() -> (Scope, Placed) {
+        let n = || SymExpr::from(8);
+        let p = matmul(n(), n(), n(), Schedule::Sequential);
+        let c = Colouring::measure(Metric::Bytes, &[&p]).unwrap().remove(0);
+        let s = scene(&p, &c);
+        let placed = place(&s);
+        (s, placed)
+    }
+
+    /// Checks one scope and the scopes inside it.
+    fn check(s: &Scope, p: &Placed) {
+        for layer in &s.layers {
+            for pair in layer.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                assert!(
+                    p.at[a].0 + p.size[a].0 + GAP_X <= p.at[b].0 + 1e-9,
+                    "boxes of a row overlap"
+                );
+            }
+        }
+        for e in &s.edges {
+            assert!(
+                p.at[e.from].1 + p.size[e.from].1 < p.at[e.to].1,
+                "edges point down"
+            );
+        }
+        for (k, item) in s.items.iter().enumerate() {
+            if let (Some(body), Some(bp)) = (&item.body, &p.bodies[k]) {
+                assert!(
+                    p.size[k].0 >= bp.width + 2.0 * PAD,
+                    "a map's box holds its body"
+                );
+                assert!(p.size[k].1 >= item.height + bp.height, "and its header");
+                check(body, bp);
+            }
+        }
+        assert!(p
+            .at
+            .iter()
+            .zip(&p.size)
+            .all(|(a, z)| a.0 >= 0.0 && a.0 + z.0 <= p.width + 1e-9));
+    }
+
+    #[test]
+    fn rows_never_overlap_edges_point_down_and_maps_hold_their_bodies() {
+        let (s, p) = placed();
+        check(&s, &p);
+        assert!(
+            s.items.iter().any(|i| i.body.is_some()),
+            "the matmul has maps"
+        );
+    }
+
+    #[test]
+    fn a_box_fed_by_one_box_sits_right_under_it() {
+        let (s, p) = placed();
+        let centre = |k: usize| p.at[k].0 + p.size[k].0 / 2.0;
+        let single: Vec<(usize, usize)> = (0..s.items.len())
+            .filter_map(|to| {
+                let from: Vec<usize> = s
+                    .edges
+                    .iter()
+                    .filter(|e| e.to == to)
+                    .map(|e| e.from)
+                    .collect();
+                (from.len() == 1).then(|| (from[0], to))
+            })
+            .collect();
+        assert!(!single.is_empty());
+        // Unless pushed right by a neighbour: then it is to the right, never to the left.
+        for (a, b) in single {
+            assert!(centre(b) >= centre(a) - 1e-9, "{a} -> {b}");
+        }
+    }
+}
