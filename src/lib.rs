@@ -64,9 +64,11 @@ pub mod numerics;
 pub mod onnx;
 pub mod ops;
 pub mod pattern;
+pub mod plot;
 pub mod recipe;
 pub mod script;
 pub mod transform;
+pub mod view;
 
 pub use codegen::{emit, Compiled};
 pub use ir::{NodeId, Program};

@@ -13,6 +13,7 @@ use dmove::cli::recipe::check::{self, CheckArgs};
 use dmove::cli::recipe::fmt::{self, FmtArgs};
 use dmove::cli::recipe::run::{self as recipe_run, RunArgs};
 use dmove::cli::transforms::{self, TransformsArgs};
+use dmove::cli::view::{self, ViewArgs};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -56,6 +57,10 @@ enum Command {
     /// Write a directory to ship: the C (optimized by `--recipe`), its weights, a header, a
     /// Makefile, a harness and a README.
     Build(BuildArgs),
+    /// Draw the program's IR (operators, nested maps, tasklets, memlets, arrays coloured by data
+    /// movement) as SVG, or as an interactive HTML page (with `--recipe`: a slider through its
+    /// steps).
+    View(ViewArgs),
     /// Run the ONNX backend test cases in DIR (from `scripts/onnx_node_tests.py`) through the
     /// interpreter and the generated C.
     Conformance(ConformanceArgs),
@@ -79,6 +84,7 @@ fn run(cli: Cli) -> miette::Result<()> {
         Command::Build(args) => build::build(&args),
         Command::Conformance(args) => conformance::conformance(&args),
         Command::Lsp(args) => lsp::lsp(&args),
+        Command::View(args) => view::view(&args),
     };
     result.map_err(miette::Report::new)
 }

@@ -1,5 +1,6 @@
 //! `dmove analyze`: data-movement reports, sweeps with leading terms, and choosing tile sizes.
 
+use super::recipe::{optimize, WithRecipe};
 use super::{
     load_program, output_path, parse_node_id, print_json, write_output, Bindings, CliError,
 };
@@ -12,7 +13,7 @@ use crate::ir::Program;
 use crate::ops::expand::expand_all;
 use crate::transform::engine::Checks;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `dmove analyze`
 #[derive(Clone, Debug, clap::Args)]
@@ -23,7 +24,7 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub bindings: Bindings,
     /// A built-in kernel instead of a model.
-    #[arg(long, value_name = "NAME", long_help = kernel_help())]
+    #[arg(long, value_name = "NAME", long_help = kernel_help(), conflicts_with = "recipe")]
     pub kernel: Option<String>,
     /// Kernel parameters, e.g. `--param n=64 --param order=kij`.
     #[arg(long = "param", value_name = "NAME=VALUE")]
@@ -40,14 +41,18 @@ pub struct AnalyzeArgs {
     /// Print the report (or the sweep, or the tile choice) as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Write the miss-ratio curve and per-node DMD bars as SVG.
+    /// Write a figure as SVG: the miss-ratio curve and DMD per node and per array (with
+    /// `--recipe`: the naive lowering and the recipe's result side by side).
     #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
+    /// With `--recipe`, the report (and `--plot`) compares the naive lowering with the result.
+    #[command(flatten)]
+    pub with: WithRecipe,
     /// Evaluate at several sizes and fit the leading term: `n=32..512` (doubling) or `n=32,48`.
-    #[arg(long, value_name = "NAME=RANGE")]
+    #[arg(long, value_name = "NAME=RANGE", conflicts_with = "recipe")]
     pub sweep: Option<String>,
     /// Choose the tile size of this map (node id, after lowering) by DMD.
-    #[arg(long, value_name = "MAP")]
+    #[arg(long, value_name = "MAP", conflicts_with = "recipe")]
     pub choose_tile: Option<String>,
     /// Tile sizes to choose from, with `--choose-tile`, e.g. `--candidates 8,16,32,64`.
     #[arg(long, value_delimiter = ',', value_name = "SIZE")]
@@ -118,11 +123,50 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
         })?;
         return emit(args.json, &s, &s.render());
     }
+    if let (Some(recipe), Some(model)) = (&args.with.recipe, &args.model) {
+        return compare(args, model, recipe, &opts);
+    }
     let report = run_analysis(subject.source(None)?.as_ref(), &opts)?;
     if let Some(path) = &args.plot {
         write_output(path, crate::analysis::svg::plot(&report).as_bytes())?;
     }
     emit(args.json, &report, &report.render())
+}
+
+/// The naive lowering of `model` against the model after `recipe`: both reports, and the
+/// comparison figure with `--plot`.
+fn compare(
+    args: &AnalyzeArgs,
+    model: &Path,
+    recipe: &Path,
+    opts: &Options,
+) -> Result<(), CliError> {
+    let o = optimize(model, &args.bindings, recipe, &args.with.set, 0)?;
+    let before = run_analysis(&IrTrace::new(&o.imported)?, opts)?;
+    let after = run_analysis(&IrTrace::new(&o.done.program)?, opts)?;
+    if let Some(path) = &args.plot {
+        let svg =
+            crate::analysis::svg::compare(&before, &after, ["naive lowering", "after recipe"]);
+        write_output(path, svg.as_bytes())?;
+    }
+    let both = Compared {
+        baseline: before,
+        optimized: after,
+    };
+    let text = format!(
+        "naive lowering\n{}\n{}\n{}",
+        both.baseline.render(),
+        o.origin,
+        both.optimized.render()
+    );
+    emit(args.json, &both, &text)
+}
+
+/// `analyze --recipe --json`: both reports.
+#[derive(serde::Serialize)]
+struct Compared {
+    baseline: crate::analysis::Report,
+    optimized: crate::analysis::Report,
 }
 
 fn choose_tile(

@@ -7,9 +7,8 @@
 //! shipped is what those commands show and test.
 
 use super::commands::lowered;
-use super::recipe::run::default_lock;
-use super::recipe::{execute, load_checked, load_model, parse_sets, recipe_name, user_run};
-use super::{Bindings, CliError};
+use super::recipe::{file_name, optimize, ModelInput};
+use super::CliError;
 use crate::codegen::Deliverable;
 use crate::ir::Program;
 use std::path::{Path, PathBuf};
@@ -17,18 +16,10 @@ use std::path::{Path, PathBuf};
 /// `dmove build`
 #[derive(Clone, Debug, clap::Args)]
 pub struct BuildArgs {
-    /// The model: an `.onnx` file, or textual IR (any other extension).
-    #[arg(value_name = "MODEL")]
-    pub model: PathBuf,
+    /// The model, its bindings and `--recipe` (without it: built as imported, every operator
+    /// expanded).
     #[command(flatten)]
-    pub bindings: Bindings,
-    /// Optimize with this recipe first: a `.recipe` file, or a standard module such as
-    /// `std::cpu` (without it the program is built as imported, every operator expanded).
-    #[arg(long, value_name = "RECIPE")]
-    pub recipe: Option<PathBuf>,
-    /// Override a recipe parameter, e.g. `--set tile=32` (needs `--recipe`).
-    #[arg(long = "set", value_name = "NAME=VALUE", requires = "recipe")]
-    pub set: Vec<String>,
+    pub input: ModelInput,
     /// The thread count `make run` uses (`OMP_NUM_THREADS`; the binary honours that variable
     /// whatever this says).
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -45,10 +36,10 @@ pub struct BuildArgs {
 }
 
 pub fn build(args: &BuildArgs) -> Result<(), CliError> {
-    let (program, origin) = match &args.recipe {
+    let (program, origin) = match &args.input.with.recipe {
         None => (
-            lowered(&args.model, &args.bindings)?,
-            model_name(&args.model),
+            lowered(&args.input.model, &args.input.bindings)?,
+            file_name(&args.input.model),
         ),
         Some(recipe) => optimized(args, recipe)?,
     };
@@ -64,29 +55,12 @@ pub fn build(args: &BuildArgs) -> Result<(), CliError> {
 /// The model after `recipe`, run the way `dmove run` runs it (its lock is not written: a
 /// build records nothing beside the recipe).
 fn optimized(args: &BuildArgs, recipe: &Path) -> Result<(Program, String), CliError> {
-    let checked = load_checked(recipe)?;
-    let set = parse_sets(&args.set)?;
-    let model = load_model(&args.model, &args.bindings, &set, &default_lock(recipe))?;
-    crate::onnx::idioms::require_bound_inputs(&model.program)?;
-    let opts = user_run(set, args.seed);
-    let done = execute(&checked.loaded, &model, &opts)?;
-    eprintln!(
-        "{}: {} checked rewrite(s) applied",
-        recipe.display(),
-        done.report.steps.len()
-    );
-    let origin = format!(
-        "{} with recipe {}",
-        model_name(&args.model),
-        recipe_name(&checked.loaded, recipe)
-    );
-    Ok((done.program, origin))
-}
-
-/// The model's file name: the deliverable names its origin without this machine's paths.
-fn model_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
+    let o = optimize(
+        &args.input.model,
+        &args.input.bindings,
+        recipe,
+        &args.input.with.set,
+        args.seed,
+    )?;
+    Ok((o.done.program, o.origin))
 }

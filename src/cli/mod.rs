@@ -11,6 +11,7 @@ pub mod lsp;
 pub mod matching;
 pub mod recipe;
 pub mod transforms;
+pub mod view;
 
 use crate::ir::text::{parse_named, ParseError};
 use crate::ir::validate::{validate, InvalidIr};
@@ -131,6 +132,9 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Recipe(#[from] recipe::RecipeError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    View(#[from] crate::view::ViewError),
 }
 
 /// Shape and dimension bindings given on the command line.

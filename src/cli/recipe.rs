@@ -224,6 +224,79 @@ pub fn execute(l: &Loaded, model: &Model, opts: &RunOptions) -> Result<Executed,
     }
 }
 
+/// `--recipe R [--set NAME=VALUE]`: optimize the model with a recipe first (`build`,
+/// `analyze`, `view`).
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct WithRecipe {
+    /// Optimize the model with this recipe first: a `.recipe` file or a standard module such as
+    /// `std::cpu`, run with every check as `dmove run` runs it (no lock is written).
+    #[arg(long, value_name = "RECIPE")]
+    pub recipe: Option<PathBuf>,
+    /// Override a recipe parameter, e.g. `--set tile=32` (needs `--recipe`).
+    #[arg(long = "set", value_name = "NAME=VALUE", requires = "recipe")]
+    pub set: Vec<String>,
+}
+
+/// A model, how to import it, and a recipe to run on it first, if any (`build`, `view`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct ModelInput {
+    /// The model: an `.onnx` file, or textual IR (any other extension).
+    #[arg(value_name = "MODEL")]
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub bindings: Bindings,
+    #[command(flatten)]
+    pub with: WithRecipe,
+}
+
+/// A model after a recipe, run the way `dmove run` runs it but without writing a lock (for
+/// commands that only use the result: `build`, `analyze --recipe`, `view --recipe`).
+pub struct Optimized {
+    /// The model as imported, before the first step.
+    pub imported: Program,
+    pub done: Executed,
+    /// `MODEL with recipe NAME` (file names only, no paths of this machine).
+    pub origin: String,
+}
+
+/// Runs `recipe` (a file or `std::NAME`) on the model at `model` with every check; `set` are
+/// `--set` values and `seed` the seed of the numerics checks' random inputs.
+pub fn optimize(
+    model: &Path,
+    bindings: &Bindings,
+    recipe: &Path,
+    set: &[String],
+    seed: u64,
+) -> Result<Optimized, CliError> {
+    let checked = load_checked(recipe)?;
+    let set = parse_sets(set)?;
+    let model_data = load_model(model, bindings, &set, &run::default_lock(recipe))?;
+    crate::onnx::idioms::require_bound_inputs(&model_data.program)?;
+    let done = execute(&checked.loaded, &model_data, &user_run(set, seed))?;
+    eprintln!(
+        "{}: {} checked rewrite(s) applied",
+        recipe.display(),
+        done.report.steps.len()
+    );
+    Ok(Optimized {
+        imported: model_data.program,
+        done,
+        origin: format!(
+            "{} with recipe {}",
+            file_name(model),
+            recipe_name(&checked.loaded, recipe)
+        ),
+    })
+}
+
+/// The file name of `path`, without this machine's directories.
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// The command-line bindings an entry was run with, to import its model the same way again.
 pub fn bindings_of(e: &LockEntry) -> Bindings {
     Bindings {

@@ -20,7 +20,7 @@ mod trace;
 pub use diff::program_hash;
 pub use numerics::work;
 pub use repeat::{Budget, Repeated, StopReason};
-pub use trace::{replay, ReplayError, Trace, TraceError};
+pub use trace::{replay, replay_with, ReplayError, Trace, TraceError};
 
 use super::{
     check_site, Args, Legality, NotApplicable, ParamError, Params, SiteError, Transformation,

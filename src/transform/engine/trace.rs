@@ -117,6 +117,19 @@ impl Trace {
 /// each step; returns the replayed steps. Each step is checked as it was when recorded: the
 /// default checks, with the layers its record says were lowered lowered again.
 pub fn replay(p: &mut Program, trace: &Trace) -> Result<Vec<Step>, ReplayError> {
+    replay_with(p, trace, &Checks::default(), &mut |_, _| {})
+}
+
+/// [`replay`] under `base` checks (each step's recorded lowerings added to `base`'s), calling
+/// `observe` with the program after each step. A caller that already ran the steps with every
+/// check (e.g. `dmove view` after running a recipe) lowers what it need not repeat; the hash of
+/// every step is still compared, so the programs observed are exactly the recorded ones.
+pub fn replay_with(
+    p: &mut Program,
+    trace: &Trace,
+    base: &Checks,
+    observe: &mut dyn FnMut(&Program, &Step),
+) -> Result<Vec<Step>, ReplayError> {
     let found = program_hash(p);
     if found != trace.model_hash {
         return Err(ReplayError::ModelMismatch {
@@ -143,9 +156,11 @@ pub fn replay(p: &mut Program, trace: &Trace) -> Result<Vec<Step>, ReplayError> 
                 loaded: t.script_hash().map(str::to_string),
             });
         }
+        let mut lowered = base.lowered.clone();
+        lowered.extend(recorded.lowered());
         engine.checks = Checks {
-            lowered: recorded.lowered(),
-            ..Checks::default()
+            lowered,
+            ..base.clone()
         };
         let applied = engine
             .apply(p, t, &recorded.site, &recorded.params)
@@ -162,6 +177,7 @@ pub fn replay(p: &mut Program, trace: &Trace) -> Result<Vec<Step>, ReplayError> 
                 found: applied.hash_after,
             });
         }
+        observe(p, &applied);
         out.push(applied);
     }
     Ok(out)
