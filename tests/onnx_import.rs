@@ -3,6 +3,8 @@
 
 #[path = "onnx_import/bad_input.rs"]
 mod bad_input;
+#[path = "onnx_import/symbolic.rs"]
+mod symbolic;
 
 use dmove::ir::{Attr, Buffer, DType, DataKind, NodeKind, Program, SymExpr, Tensor};
 use dmove::onnx::{import, import_file, load_model, AttrValue, ImportOptions, ModelBuilder};
@@ -77,8 +79,9 @@ fn dims_and_input_shapes_bind_symbols() {
     };
     let p = import(&model, &by_dims).expect("imports");
     assert_eq!(p.symbols["N"], Some(4));
-    // Shapes keep the symbol; its value is recorded.
-    assert_eq!(p.data["y"].shape, sym_shape(&["N", "3"]));
+    // Types use the value from the input on; the binding stays on record.
+    assert_eq!(p.data["x"].shape, sym_shape(&["4", "3"]));
+    assert_eq!(p.data["y"].shape, sym_shape(&["4", "3"]));
     let by_shape = ImportOptions {
         input_shapes: BTreeMap::from([("x".to_string(), vec![5, 3])]),
         ..Default::default()
