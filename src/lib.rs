@@ -63,6 +63,7 @@ pub mod numerics;
 pub mod onnx;
 pub mod ops;
 pub mod pattern;
+pub mod progress;
 pub mod recipe;
 pub mod script;
 pub mod transform;
