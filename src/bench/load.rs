@@ -35,12 +35,24 @@ pub struct ForeignLoad {
     pub cores: f64,
     /// CPUs of the machine.
     pub cpus: usize,
+    /// Clock ticks of all CPUs the interval lasted: below [`COARSE_TICKS`] the figure is a
+    /// multiple of a large step (one tick of one CPU is 1/ticks of all the time).
+    pub ticks: u64,
 }
+
+/// Intervals shorter than this many ticks (all CPUs together; 100 ms on 2 CPUs at 100 Hz) give
+/// a coarse foreign load.
+pub const COARSE_TICKS: u64 = 20;
 
 impl ForeignLoad {
     /// Whether other processes used more than [`BUSY_CORES`].
     pub fn busy(&self) -> bool {
         self.cores > BUSY_CORES
+    }
+
+    /// Whether the interval was too short for a fine figure (see [`COARSE_TICKS`]).
+    pub fn coarse(&self) -> bool {
+        self.ticks < COARSE_TICKS
     }
 }
 
@@ -60,6 +72,7 @@ impl LoadMeter {
         Some(ForeignLoad {
             cores: foreign_cores(&start, &end, cpus()),
             cpus: cpus(),
+            ticks: end.total.saturating_sub(start.total),
         })
     }
 }

@@ -2,7 +2,7 @@
 //! ratios of every variant against every other, the note that says when the machine was not
 //! idle, and the JSON figures of `dmove bench --json`.
 
-use super::load::BUSY_CORES;
+use super::load::{ForeignLoad, BUSY_CORES};
 use super::workload::Reference;
 use super::Row;
 use serde::Serialize;
@@ -27,7 +27,8 @@ pub fn render_table(rows: &[Row], peak_gflops: Option<f64>) -> String {
         };
         let peak = r.gflops.zip(peak_gflops).map(|(g, p)| format!("{:.1}", 100.0 * g / p));
         let load = r.foreign_load.map(|l| {
-            format!("{:.2}{}", l.cores, if l.busy() { "*" } else { "" })
+            let coarse = if l.coarse() { "~" } else { "" };
+            format!("{coarse}{:.2}{}", l.cores, if l.busy() { "*" } else { "" })
         });
         out.push_str(&format!(
             "{:<12} {:>10.3} {:>10.3} {:>10.3} {:>8} {:>6} {:>9} {:>8} {:>10}\n",
@@ -67,30 +68,43 @@ pub fn render_ratios(rows: &[Row]) -> String {
     for (name, ms) in &timed {
         out.push_str(&format!("{name:<12}"));
         for (_, other) in &timed {
-            out.push_str(&format!(" {:>11.2}x", other / ms));
+            out.push_str(&format!(" {:>11}x", ratio(other / ms)));
         }
         out.push('\n');
     }
     out
 }
 
-/// A line saying that other processes used the CPU during some runs (more than
-/// [`BUSY_CORES`]), naming the worst; empty when every run saw an idle machine.
+/// `x` with three significant digits (at least two decimals): `4.00`, `0.00123`, `1817`.
+fn ratio(x: f64) -> String {
+    if !x.is_finite() || x <= 0.0 {
+        return format!("{x}");
+    }
+    let decimals = (2.0 - x.log10().floor()).clamp(0.0, 8.0) as usize;
+    format!("{x:.*}", decimals.max(usize::from(x < 100.0) * 2))
+}
+
+/// Lines saying that other processes used the CPU during some runs (more than
+/// [`BUSY_CORES`], naming the worst) and that some runs were too short to measure that finely;
+/// empty when every run saw an idle machine over a long enough interval.
 pub fn load_note(rows: &[Row]) -> String {
-    let busy: Vec<(&str, f64)> = (rows.iter())
+    let loads: Vec<(&str, ForeignLoad)> = (rows.iter())
         .filter_map(|r| Some((r.variant.as_str(), r.foreign_load?)))
-        .filter(|(_, l)| l.busy())
-        .map(|(v, l)| (v, l.cores))
         .collect();
-    let Some((worst, cores)) = busy.iter().copied().reduce(|a, b| if b.1 > a.1 { b } else { a })
-    else {
-        return String::new();
-    };
-    format!(
-        "* the machine was not idle: other processes used more than {BUSY_CORES} of a core during {} of {} runs (up to {cores:.2} cores, during {worst}); times are inflated and ratios less reliable\n",
-        busy.len(),
-        rows.iter().filter(|r| r.foreign_load.is_some()).count(),
-    )
+    let busy: Vec<&(&str, ForeignLoad)> = loads.iter().filter(|(_, l)| l.busy()).collect();
+    let mut note = String::new();
+    if let Some((worst, load)) = busy.iter().copied().reduce(|a, b| if b.1.cores > a.1.cores { b } else { a }) {
+        note.push_str(&format!(
+            "* the machine was not idle: other processes used more than {BUSY_CORES} of a core during {} of {} runs (up to {:.2} cores, during {worst}); times are inflated and ratios less reliable\n",
+            busy.len(),
+            loads.len(),
+            load.cores,
+        ));
+    }
+    if loads.iter().any(|(_, l)| l.coarse()) {
+        note.push_str("~ a run too short for the kernel's CPU clock to measure its foreign load finely (more --reps help)\n");
+    }
+    note
 }
 
 /// One variant's figures in `dmove bench --json`.
@@ -108,6 +122,8 @@ pub struct Figures {
     pub foreign_load: Option<f64>,
     /// Whether `foreign_load` exceeded [`BUSY_CORES`].
     pub machine_busy: Option<bool>,
+    /// Whether the run was too short to measure the foreign load finely.
+    pub foreign_load_coarse: Option<bool>,
     pub bytes_moved: Option<u64>,
     pub max_abs_error: Option<f64>,
     /// Whether the outputs agreed with the reference (`None` when not run).
@@ -171,6 +187,7 @@ fn figures(r: &Row, rows: &[Row], peak: Option<f64>) -> Figures {
         peak_percent: r.gflops.zip(peak).map(|(g, p)| 100.0 * g / p),
         foreign_load: r.foreign_load.map(|l| l.cores),
         machine_busy: r.foreign_load.map(|l| l.busy()),
+        foreign_load_coarse: r.foreign_load.map(|l| l.coarse()),
         bytes_moved: r.bytes_moved,
         max_abs_error: r.max_abs_error,
         agrees: r.stats.as_ref().map(|_| r.disagreement.is_none()),
@@ -248,7 +265,6 @@ pub fn render_under_load(rows: &[UnderLoad]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::load::ForeignLoad;
     use super::super::Stats;
     use super::*;
 
@@ -258,6 +274,7 @@ mod tests {
             foreign_load: Some(ForeignLoad {
                 cores: load,
                 cpus: 2,
+                ticks: 100,
             }),
             ..Row::measured(name, s, 4_000_000, Some(8.0))
         }
@@ -278,7 +295,8 @@ mod tests {
         assert!(table.contains("0.50*"), "{table}");
         let ratios = render_ratios(&rows);
         assert!(ratios.contains("4.00x"), "{ratios}");
-        assert!(ratios.contains("0.25x"), "{ratios}");
+        assert!(ratios.contains("0.250x"), "{ratios}");
+        assert_eq!((ratio(1817.24), ratio(0.00055), ratio(12.34)), ("1817".into(), "0.000550".into(), "12.34".into()));
         let note = load_note(&rows);
         assert!(note.contains("1 of 2 runs") && note.contains("during dmove"), "{note}");
         assert!(load_note(&rows[..1]).is_empty());
