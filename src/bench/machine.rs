@@ -34,7 +34,13 @@ impl Machine {
         let banner = Command::new(compiler.split_whitespace().next().unwrap_or("cc"))
             .arg("--version")
             .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string())
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
             .unwrap_or_default();
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         Machine::from_cpuinfo(&cpuinfo, cpus, kernel.trim(), &banner)
@@ -79,9 +85,9 @@ impl Machine {
 
     /// One line for a report's header.
     pub fn describe(&self) -> String {
-        let peak = self
-            .peak_gflops
-            .map_or("peak unknown".into(), |p| format!("assumed f32 peak {p:.0} GFLOP/s"));
+        let peak = self.peak_gflops.map_or("peak unknown".into(), |p| {
+            format!("assumed f32 peak {p:.0} GFLOP/s")
+        });
         format!(
             "{} ({} CPUs, {}), {}; Linux {}; {}",
             self.cpu, self.cpus, self.vector, peak, self.kernel, self.compiler
@@ -95,9 +101,13 @@ mod tests {
 
     #[test]
     fn peak_follows_the_widest_vector_and_the_clock() {
-        let info = "model name\t: Some CPU\ncpu MHz\t\t: 2600.000\nflags\t\t: fpu sse avx2 fma avx512f\n";
+        let info =
+            "model name\t: Some CPU\ncpu MHz\t\t: 2600.000\nflags\t\t: fpu sse avx2 fma avx512f\n";
         let m = Machine::from_cpuinfo(info, 2, "6.1", "cc 12");
-        assert_eq!((m.vector.as_str(), m.flop_per_cycle_per_core), ("avx512f", 64));
+        assert_eq!(
+            (m.vector.as_str(), m.flop_per_cycle_per_core),
+            ("avx512f", 64)
+        );
         assert_eq!(m.peak_gflops, Some(2.0 * 2.6 * 64.0));
         let m = Machine::from_cpuinfo("flags : sse avx2 fma\n", 4, "", "");
         assert_eq!((m.flop_per_cycle_per_core, m.peak_gflops), (32, None));

@@ -200,7 +200,8 @@ pub fn run(peer: Peer, job: &PeerJob) -> Result<PeerRun, PeerError> {
         std::fs::write(dir.path().join(format!("in{i}.bin")), t.to_le_bytes())?;
         spec_inputs.push(serde_json::json!({"name": name, "shape": t.shape, "dtype": dtype}));
     }
-    let matmul = (job.matmul.as_ref()).map(|(a, b, out)| serde_json::json!({"a": a, "b": b, "output": out}));
+    let matmul =
+        (job.matmul.as_ref()).map(|(a, b, out)| serde_json::json!({"a": a, "b": b, "output": out}));
     let spec = serde_json::json!({"inputs": spec_inputs, "warmup": job.warmup, "reps": job.reps,
         "threads": job.threads, "matmul": matmul});
     std::fs::write(dir.path().join("spec.json"), spec.to_string())?;
@@ -228,7 +229,9 @@ pub fn run(peer: Peer, job: &PeerJob) -> Result<PeerRun, PeerError> {
     }
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(failed(err.lines().last().unwrap_or("no message").to_string()));
+        return Err(failed(
+            err.lines().last().unwrap_or("no message").to_string(),
+        ));
     }
     parse_result(&stdout, dir.path()).map_err(failed)
 }

@@ -13,7 +13,15 @@ use std::collections::BTreeMap;
 pub fn render_table(rows: &[Row], peak_gflops: Option<f64>) -> String {
     let mut out = format!(
         "{:<12} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9} {:>8} {:>10}\n",
-        "variant", "median ms", "min ms", "max ms", "GFLOP/s", "%peak", "MB moved", "foreign", "max err"
+        "variant",
+        "median ms",
+        "min ms",
+        "max ms",
+        "GFLOP/s",
+        "%peak",
+        "MB moved",
+        "foreign",
+        "max err"
     );
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     for r in rows {
@@ -25,7 +33,10 @@ pub fn render_table(rows: &[Row], peak_gflops: Option<f64>) -> String {
             ));
             continue;
         };
-        let peak = r.gflops.zip(peak_gflops).map(|(g, p)| format!("{:.1}", 100.0 * g / p));
+        let peak = r
+            .gflops
+            .zip(peak_gflops)
+            .map(|(g, p)| format!("{:.1}", 100.0 * g / p));
         let load = r.foreign_load.map(|l| {
             let coarse = if l.coarse() { "~" } else { "" };
             format!("{coarse}{:.2}{}", l.cores, if l.busy() { "*" } else { "" })
@@ -93,7 +104,11 @@ pub fn load_note(rows: &[Row]) -> String {
         .collect();
     let busy: Vec<&(&str, ForeignLoad)> = loads.iter().filter(|(_, l)| l.busy()).collect();
     let mut note = String::new();
-    if let Some((worst, load)) = busy.iter().copied().reduce(|a, b| if b.1.cores > a.1.cores { b } else { a }) {
+    if let Some((worst, load)) =
+        busy.iter()
+            .copied()
+            .reduce(|a, b| if b.1.cores > a.1.cores { b } else { a })
+    {
         note.push_str(&format!(
             "* the machine was not idle: other processes used more than {BUSY_CORES} of a core during {} of {} runs (up to {:.2} cores, during {worst}); times are inflated and ratios less reliable\n",
             busy.len(),
@@ -243,7 +258,14 @@ impl UnderLoad {
 pub fn render_under_load(rows: &[UnderLoad]) -> String {
     let mut out = format!(
         "{:<20} {:>10} {:>10} {:>7} {:>12} {:>12} {:>15} {:>10}\n",
-        "workload", "dmove idle", "loaded", "×idle", "baseline", "onnxruntime", "beats baseline", "within 2×"
+        "workload",
+        "dmove idle",
+        "loaded",
+        "×idle",
+        "baseline",
+        "onnxruntime",
+        "beats baseline",
+        "within 2×"
     );
     let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
     let yes = |b: bool| if b { "yes" } else { "NO" };
@@ -288,7 +310,10 @@ mod tests {
             Row::unavailable("onnxruntime", "onnxruntime is not available"),
         ];
         let table = render_table(&rows, Some(4.0));
-        assert!(table.contains("onnxruntime  onnxruntime is not available"), "{table}");
+        assert!(
+            table.contains("onnxruntime  onnxruntime is not available"),
+            "{table}"
+        );
         // 4 MFLOP in 2 ms = 2 GFLOP/s = 50% of a 4 GFLOP/s peak; the busy run is starred.
         assert!(table.contains("2.00"), "{table}");
         assert!(table.contains("50.0"), "{table}");
@@ -296,11 +321,23 @@ mod tests {
         let ratios = render_ratios(&rows);
         assert!(ratios.contains("4.00x"), "{ratios}");
         assert!(ratios.contains("0.250x"), "{ratios}");
-        assert_eq!((ratio(1817.24), ratio(0.00055), ratio(12.34)), ("1817".into(), "0.000550".into(), "12.34".into()));
+        assert_eq!(
+            (ratio(1817.24), ratio(0.00055), ratio(12.34)),
+            ("1817".into(), "0.000550".into(), "12.34".into())
+        );
         let note = load_note(&rows);
-        assert!(note.contains("1 of 2 runs") && note.contains("during dmove"), "{note}");
+        assert!(
+            note.contains("1 of 2 runs") && note.contains("during dmove"),
+            "{note}"
+        );
         assert!(load_note(&rows[..1]).is_empty());
-        let json = WorkloadFigures::new(("w", "a workload"), 4_000_000, Reference::Baseline, &rows, Some(4.0));
+        let json = WorkloadFigures::new(
+            ("w", "a workload"),
+            4_000_000,
+            Reference::Baseline,
+            &rows,
+            Some(4.0),
+        );
         let dmove = &json.variants["dmove"];
         assert_eq!(dmove.speedup_vs["baseline"], 4.0);
         assert_eq!(dmove.machine_busy, Some(true));

@@ -74,7 +74,12 @@ pub fn measure(
             workload.name, settings.warmup, settings.reps
         ));
         let meter = LoadMeter::start();
-        let samples = c.bench_threads(inputs, settings.warmup, settings.reps, Some(settings.threads))?;
+        let samples = c.bench_threads(
+            inputs,
+            settings.warmup,
+            settings.reps,
+            Some(settings.threads),
+        )?;
         let foreign_load = meter.stop();
         let base = rows.first().and_then(Row::median_ms);
         let mut row = match Stats::from_samples(&samples) {
@@ -164,7 +169,10 @@ pub fn agreement(
 /// The first disagreement among `rows` as an error (the demo and `dmove run --bench` refuse
 /// to report a time for a program that computes something else).
 pub fn require_agreement(rows: &[Row]) -> Result<(), VariantError> {
-    match rows.iter().find_map(|r| Some((r, r.disagreement.as_ref()?))) {
+    match rows
+        .iter()
+        .find_map(|r| Some((r, r.disagreement.as_ref()?)))
+    {
         Some((r, detail)) => Err(VariantError::Mismatch {
             variant: r.variant.clone(),
             detail: detail.clone(),

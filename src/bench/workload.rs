@@ -22,7 +22,7 @@ pub enum WorkloadError {
     #[error(transparent)]
     Expand(#[from] ExpandError),
     #[error("cannot make inputs to benchmark the model: {0}")]
-    Inputs(#[source] NumericsError),
+    Inputs(#[source] Box<NumericsError>),
     #[error("the reference interpreter failed: {0}")]
     Interp(#[from] InterpError),
 }
@@ -81,7 +81,8 @@ impl Workload {
     ) -> Result<Workload, WorkloadError> {
         let mut baseline = library.clone();
         expand_all(&mut baseline)?;
-        let inputs = random_inputs(&baseline, seed).map_err(WorkloadError::Inputs)?;
+        let inputs =
+            random_inputs(&baseline, seed).map_err(|e| WorkloadError::Inputs(Box::new(e)))?;
         let flops = crate::ops::flops::program_flops(&library);
         let expected = if flops <= INTERPRETER_FLOPS {
             Some(crate::interp::run(&library, &inputs)?)

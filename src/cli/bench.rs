@@ -10,8 +10,8 @@ use crate::bench::report::{
 };
 use crate::bench::variants::{require_agreement, Settings};
 use crate::demo::bench::{
-    import_bytes, measure_all, measure_steps, measure_under_load, prepare, BenchOptions,
-    Measured, Prepared,
+    import_bytes, measure_all, measure_steps, measure_under_load, prepare, BenchOptions, Measured,
+    Prepared,
 };
 use crate::demo::suite;
 use crate::progress::{Mode, Progress};
@@ -32,7 +32,11 @@ pub enum Versus {
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {
     /// The model: an `.onnx` file (the peers run it too), or textual IR.
-    #[arg(value_name = "MODEL", required_unless_present = "suite", conflicts_with = "suite")]
+    #[arg(
+        value_name = "MODEL",
+        required_unless_present = "suite",
+        conflicts_with = "suite"
+    )]
     pub model: Option<PathBuf>,
     /// Run the built-in workload suite instead of a model.
     #[arg(long)]
@@ -107,7 +111,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     let idle = measure_all(&prepared, &opts, &bar)?;
     drop(bar);
     let loaded = if args.load {
-        let bar = Progress::new(mode, "benchmark under load", measure_steps(&prepared, &opts));
+        let bar = Progress::new(
+            mode,
+            "benchmark under load",
+            measure_steps(&prepared, &opts),
+        );
         Some(measure_under_load(&prepared, &opts, &bar)?)
     } else {
         None
@@ -116,7 +124,15 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     if args.json {
         let figures = |m: &[Measured]| {
             (m.iter())
-                .map(|w| WorkloadFigures::new((&w.name, &w.title), w.flops, w.reference.clone(), &w.rows, peak))
+                .map(|w| {
+                    WorkloadFigures::new(
+                        (&w.name, &w.title),
+                        w.flops,
+                        w.reference.clone(),
+                        &w.rows,
+                        peak,
+                    )
+                })
                 .collect()
         };
         print_json(&BenchJson {
@@ -130,7 +146,14 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             }),
         })?;
     } else {
-        let text = render(args, &machine, &opts.settings, &prepared, &idle, loaded.as_deref());
+        let text = render(
+            args,
+            &machine,
+            &opts.settings,
+            &prepared,
+            &idle,
+            loaded.as_deref(),
+        );
         write_output(Path::new("-"), text.as_bytes())?;
     }
     for m in idle.iter().chain(loaded.iter().flatten()) {
@@ -177,7 +200,14 @@ type Source = (String, String, crate::ir::Program, Option<Vec<u8>>);
 fn sources(args: &BenchArgs) -> Result<Vec<Source>, CliError> {
     let Some(path) = &args.model else {
         return (suite::models(args.seed).into_iter())
-            .map(|m| Ok((m.name.to_string(), m.title, import_bytes(&m.onnx)?, Some(m.onnx))))
+            .map(|m| {
+                Ok((
+                    m.name.to_string(),
+                    m.title,
+                    import_bytes(&m.onnx)?,
+                    Some(m.onnx),
+                ))
+            })
             .collect();
     };
     let program = load_program(path, &args.bindings)?;
@@ -189,7 +219,8 @@ fn sources(args: &BenchArgs) -> Result<Vec<Source>, CliError> {
     } else {
         None
     };
-    let name = (path.file_stem()).map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned());
+    let name =
+        (path.file_stem()).map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned());
     Ok(vec![(name, path.display().to_string(), program, onnx)])
 }
 

@@ -111,7 +111,12 @@ pub fn conv(cin: i64, cout: i64, size: i64, group: i64, seed: u64) -> Vec<u8> {
 pub fn softmax(shape: [i64; 4]) -> Vec<u8> {
     ModelBuilder::new("softmax", OPSET)
         .input("x", shape)
-        .node("Softmax", &["x"], &["y"], vec![("axis", AttrValue::Int(-1))])
+        .node(
+            "Softmax",
+            &["x"],
+            &["y"],
+            vec![("axis", AttrValue::Int(-1))],
+        )
         .output("y", shape)
         .encode()
 }

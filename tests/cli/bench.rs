@@ -16,17 +16,27 @@ fn bench_json(model: &str, extra: &[&str], python: Option<&Path>, dir: &Path) ->
     }
     let out = c.output().expect("the binary runs");
     assert_success(&out);
-    serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)))
+    serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)))
 }
 
 /// The figures every measured variant has.
 fn assert_measured(v: &Value, name: &str) {
     assert_eq!(v["available"], true, "{name}: {v}");
     for key in ["median_ms", "min_ms", "max_ms", "gflops"] {
-        assert!(v[key].as_f64().is_some_and(|x| x >= 0.0), "{name}.{key}: {v}");
+        assert!(
+            v[key].as_f64().is_some_and(|x| x >= 0.0),
+            "{name}.{key}: {v}"
+        );
     }
-    assert!(v["min_ms"].as_f64() <= v["median_ms"].as_f64(), "{name}: {v}");
-    assert!(v["median_ms"].as_f64() <= v["max_ms"].as_f64(), "{name}: {v}");
+    assert!(
+        v["min_ms"].as_f64() <= v["median_ms"].as_f64(),
+        "{name}: {v}"
+    );
+    assert!(
+        v["median_ms"].as_f64() <= v["max_ms"].as_f64(),
+        "{name}: {v}"
+    );
     assert_eq!(v["reps"], 2, "{name}: {v}");
     assert!(v.get("foreign_load").is_some(), "{name}: {v}");
     assert_eq!(v["agrees"], true, "{name}: {v}");
@@ -54,11 +64,18 @@ fn json_has_every_variant_with_its_figures() {
     let variants = &w["variants"];
     for name in ["baseline", "dmove"] {
         assert_measured(&variants[name], name);
-        assert!(variants[name]["bytes_moved"].as_u64().is_some_and(|b| b > 0));
+        assert!(variants[name]["bytes_moved"]
+            .as_u64()
+            .is_some_and(|b| b > 0));
     }
-    assert!(variants["dmove"]["speedup_vs"]["baseline"].as_f64().is_some());
+    assert!(variants["dmove"]["speedup_vs"]["baseline"]
+        .as_f64()
+        .is_some());
     // The peers are present either way: measured, or saying why not.
-    for (peer, module) in [("onnxruntime", "numpy, onnxruntime"), ("openvino", "numpy, openvino")] {
+    for (peer, module) in [
+        ("onnxruntime", "numpy, onnxruntime"),
+        ("openvino", "numpy, openvino"),
+    ] {
         let p = &variants[peer];
         if importable(module) {
             assert_measured(p, peer);
@@ -98,7 +115,10 @@ fn a_peer_that_cannot_be_imported_is_reported_with_its_install_command() {
     ] {
         let note = variants[peer]["note"].as_str().unwrap_or_default();
         assert_eq!(variants[peer]["available"], false);
-        assert!(note.contains("not available") && note.contains(hint), "{peer}: {note}");
+        assert!(
+            note.contains("not available") && note.contains(hint),
+            "{peer}: {note}"
+        );
     }
     // Asked for by name, numpy says why it does not apply instead of disappearing.
     let note = variants["numpy"]["note"].as_str().unwrap_or_default();
@@ -111,7 +131,12 @@ fn a_single_matmul_is_also_run_by_numpy_and_the_table_prints() {
     let model = dir.path().join("mm.onnx");
     std::fs::write(&model, dmove::demo::suite::matmul(24)).expect("write");
     let model = model.display().to_string();
-    let v = bench_json(&model, &["--vs", "numpy", "--threads", "1"], None, dir.path());
+    let v = bench_json(
+        &model,
+        &["--vs", "numpy", "--threads", "1"],
+        None,
+        dir.path(),
+    );
     let w = &v["workloads"][0];
     assert_eq!(v["settings"]["threads"], 1);
     assert_eq!(w["flops"], 2 * 24 * 24 * 24);
@@ -123,12 +148,22 @@ fn a_single_matmul_is_also_run_by_numpy_and_the_table_prints() {
         assert!(note.contains("pip install numpy"), "{note}");
     }
     let out = dmove(
-        &["bench", &model, "--reps", "2", "--warmup", "0", "--vs", "baseline"],
+        &[
+            "bench", &model, "--reps", "2", "--warmup", "0", "--vs", "baseline",
+        ],
         dir.path(),
     );
     assert_success(&out);
     let text = stdout(&out);
-    for needle in ["machine:", "median ms", "GFLOP/s", "foreign", "baseline", "dmove", "faster than"] {
+    for needle in [
+        "machine:",
+        "median ms",
+        "GFLOP/s",
+        "foreign",
+        "baseline",
+        "dmove",
+        "faster than",
+    ] {
         assert!(text.contains(needle), "no `{needle}` in:\n{text}");
     }
     // Standard error is not a terminal here: no progress bar was drawn.
@@ -140,7 +175,11 @@ fn a_model_and_the_suite_are_exclusive() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dmove(&["bench", &fixture("mlp.onnx"), "--suite"], dir.path());
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("cannot be used with"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
     let out = dmove(&["bench"], dir.path());
     assert!(!out.status.success());
 }
