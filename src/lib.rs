@@ -65,6 +65,7 @@ pub mod onnx;
 pub mod ops;
 pub mod pattern;
 pub mod plot;
+pub mod progress;
 pub mod recipe;
 pub mod script;
 pub mod transform;

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use dmove::cli::analyze::{self, AnalyzeArgs};
 use dmove::cli::apply::{self, ApplyArgs};
+use dmove::cli::bench::{self, BenchArgs};
 use dmove::cli::build::{self, BuildArgs};
 use dmove::cli::commands::{self, DemoArgs, EmitCArgs, ImportArgs};
 use dmove::cli::conformance::{self, ConformanceArgs};
@@ -39,6 +40,9 @@ enum Command {
     Fmt(FmtArgs),
     /// Build a transformer encoder layer, optimize it, check it and benchmark it (no files needed).
     Demo(DemoArgs),
+    /// Benchmark a model (or `--suite`): the baseline, the recipe's program, ONNX Runtime,
+    /// OpenVINO and numpy side by side, with outputs checked and the foreign CPU load measured.
+    Bench(BenchArgs),
     /// Import a model (ONNX or textual IR) and print its IR.
     Import(ImportArgs),
     /// List the transformations: site roles and typed parameters.
@@ -75,6 +79,7 @@ fn run(cli: Cli) -> miette::Result<()> {
         Command::Check(args) => check::check(&args),
         Command::Fmt(args) => fmt::fmt(&args),
         Command::Demo(args) => commands::demo(&args),
+        Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => commands::import(&args),
         Command::Transforms(args) => transforms::transforms(&args),
         Command::Apply(args) => apply::apply(&args),

@@ -4,6 +4,8 @@
 
 #[path = "cli/apply.rs"]
 mod apply;
+#[path = "cli/bench.rs"]
+mod bench;
 #[path = "cli/conformance.rs"]
 mod conformance;
 #[path = "conformance/cases.rs"]

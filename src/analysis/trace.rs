@@ -122,6 +122,23 @@ impl IrTrace {
                 shape: shape.clone(),
             })
     }
+
+    /// Bytes moved by the program: the sum over its top-level nodes of their outer memlets'
+    /// volume times element size (the `bytes_moved` total of `dmove analyze`'s report), known
+    /// without streaming the trace; the error names a node whose volume is not a constant.
+    pub fn bytes_moved(&self) -> Result<u64, String> {
+        let mut total: u64 = 0;
+        for n in &self.nodes {
+            let b = n.bytes_moved.ok_or_else(|| {
+                format!(
+                    "the bytes moved by `{}` are not known (a memlet volume is not a constant)",
+                    n.label
+                )
+            })?;
+            total = total.saturating_add(b);
+        }
+        Ok(total)
+    }
 }
 
 impl AccessSource for IrTrace {

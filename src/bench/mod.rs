@@ -4,9 +4,14 @@
 //! measured side by side; the median of the repetitions is the headline figure because the
 //! machine is shared and noisy (min and max are kept to show the spread).
 
+pub mod load;
+pub mod machine;
 pub mod peer;
+pub mod report;
 pub mod variants;
+pub mod workload;
 
+use load::ForeignLoad;
 use serde::Serialize;
 
 /// Summary of repeated wall-time measurements, in milliseconds.
@@ -49,68 +54,56 @@ pub struct Row {
     pub gflops: Option<f64>,
     /// Baseline median / this median.
     pub speedup: Option<f64>,
-    /// Largest absolute difference from the reference interpreter's outputs.
+    /// Largest absolute difference from the reference outputs.
     pub max_abs_error: Option<f64>,
+    /// Why the outputs do not agree with the reference (beyond `numerics`' tolerance, or of
+    /// another shape); `None` when they agree.
+    pub disagreement: Option<String>,
+    /// Cores' worth of CPU other processes used while this variant ran (see [`load`]).
+    pub foreign_load: Option<ForeignLoad>,
+    /// Bytes moved by the program's top-level nodes (dmove's variants; unknown for peers).
+    pub bytes_moved: Option<u64>,
+    /// The peer's version.
+    pub version: Option<String>,
     /// Why a variant has no figures (e.g. a peer that is not installed).
     pub note: Option<String>,
 }
 
 impl Row {
-    pub fn measured(
-        variant: &str,
-        stats: Stats,
-        flops: u64,
-        baseline_ms: Option<f64>,
-        max_abs_error: Option<f64>,
-    ) -> Row {
+    pub fn measured(variant: &str, stats: Stats, flops: u64, baseline_ms: Option<f64>) -> Row {
         Row {
-            variant: variant.to_string(),
             gflops: (stats.median_ms > 0.0).then(|| flops as f64 / (stats.median_ms * 1e6)),
             speedup: baseline_ms.map(|b| b / stats.median_ms),
             stats: Some(stats),
-            max_abs_error,
-            note: None,
+            ..Row::empty(variant)
         }
     }
 
     pub fn unavailable(variant: &str, why: impl Into<String>) -> Row {
+        Row {
+            note: Some(why.into()),
+            ..Row::empty(variant)
+        }
+    }
+
+    fn empty(variant: &str) -> Row {
         Row {
             variant: variant.to_string(),
             stats: None,
             gflops: None,
             speedup: None,
             max_abs_error: None,
-            note: Some(why.into()),
+            disagreement: None,
+            foreign_load: None,
+            bytes_moved: None,
+            version: None,
+            note: None,
         }
     }
-}
 
-/// A fixed-width table of rows.
-pub fn render_table(rows: &[Row]) -> String {
-    let mut out = format!(
-        "{:<14} {:>11} {:>11} {:>11} {:>9} {:>9} {:>13}\n",
-        "variant", "median ms", "min ms", "max ms", "GFLOP/s", "speedup", "max abs err"
-    );
-    for r in rows {
-        match &r.stats {
-            Some(s) => out.push_str(&format!(
-                "{:<14} {:>11.3} {:>11.3} {:>11.3} {:>9} {:>9} {:>13}\n",
-                r.variant,
-                s.median_ms,
-                s.min_ms,
-                s.max_ms,
-                r.gflops.map_or("-".into(), |g| format!("{g:.2}")),
-                r.speedup.map_or("-".into(), |x| format!("{x:.2}x")),
-                r.max_abs_error.map_or("-".into(), |e| format!("{e:.2e}")),
-            )),
-            None => out.push_str(&format!(
-                "{:<14} {}\n",
-                r.variant,
-                r.note.as_deref().unwrap_or("not measured")
-            )),
-        }
+    pub fn median_ms(&self) -> Option<f64> {
+        self.stats.as_ref().map(|s| s.median_ms)
     }
-    out
 }
 
 #[cfg(test)]
@@ -127,16 +120,5 @@ mod tests {
         let s = Stats::from_samples(&[4.0, 1.0, 2.0, 3.0]).expect("some");
         assert_eq!(s.median_ms, 2.5);
         assert!(Stats::from_samples(&[]).is_none());
-    }
-
-    #[test]
-    fn rows_compute_throughput_and_speedup() {
-        let s = Stats::from_samples(&[2.0]).expect("some");
-        let r = Row::measured("optimized", s, 4_000_000, Some(8.0), Some(1e-6));
-        assert_eq!(r.gflops, Some(2.0));
-        assert_eq!(r.speedup, Some(4.0));
-        let table = render_table(&[r, Row::unavailable("onnxruntime", "python3 not found")]);
-        assert!(table.contains("4.00x"));
-        assert!(table.contains("onnxruntime    python3 not found"));
     }
 }

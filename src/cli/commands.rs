@@ -26,9 +26,12 @@ pub struct DemoArgs {
     /// Untimed warm-up runs per variant.
     #[arg(long, default_value_t = 3)]
     pub warmup: usize,
-    /// Skip the ONNX Runtime comparison.
+    /// Skip the ONNX Runtime and OpenVINO comparisons.
     #[arg(long)]
     pub no_peer: bool,
+    /// Threads of the generated programs and the peers (default: every CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// Sequence length (tokens) of the encoder layer's input.
     #[arg(long, default_value_t = 128, value_name = "TOKENS")]
     pub seq: i64,
@@ -57,19 +60,22 @@ impl DemoArgs {
 
 pub fn demo(args: &DemoArgs) -> Result<(), CliError> {
     let config = args.config();
+    let defaults = DemoOptions::default();
     let opts = DemoOptions {
         config,
         warmup: args.warmup,
         reps: args.reps,
+        threads: args.threads.map_or(defaults.threads, usize::from),
         peer: !args.no_peer,
-        ..DemoOptions::default()
+        ..defaults
     };
     if let Some(path) = &args.write_model {
         write_output(path, &encoder_model(&config, opts.seed))?;
         eprintln!("wrote the demo model to {}", path.display());
         return Ok(());
     }
-    let report = crate::demo::run(&opts, &mut |msg| eprintln!("· {msg}"))?;
+    let progress = crate::progress::Mode::for_stderr(args.json);
+    let report = crate::demo::run(&opts, progress, &mut |msg| eprintln!("· {msg}"))?;
     if args.json {
         print_json(&report)
     } else {
@@ -87,7 +93,9 @@ fn render_demo(r: &DemoReport) -> String {
         r.config.ffn,
         r.flops as f64 / 1e6
     );
-    out.push_str(&crate::bench::render_table(&r.rows));
+    let peak = crate::bench::machine::Machine::detect().peak_gflops;
+    out.push_str(&crate::bench::report::render_table(&r.rows, peak));
+    out.push_str(&crate::bench::report::load_note(&r.rows));
     out.push_str(&format!(
         "\noptimized by the recipe {}: {} rewrites; {}\n{} tried and skipped (not applicable, each left the program unchanged); speedup {:.2}x over the baseline\n",
         r.recipe,

@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod apply;
+pub mod bench;
 pub mod build;
 pub mod commands;
 pub mod conformance;
@@ -109,6 +110,9 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Variant(#[from] crate::bench::variants::VariantError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Workload(#[from] crate::bench::workload::WorkloadError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Refused(#[from] crate::transform::engine::Refusal),

@@ -17,7 +17,7 @@ impl Compiled {
         &self,
         inputs: &BTreeMap<String, Tensor>,
     ) -> Result<BTreeMap<String, Tensor>, CodegenError> {
-        Ok(self.execute(inputs, 0, 1)?.0)
+        Ok(self.execute(inputs, 0, 1, None)?.0)
     }
 
     /// Runs `warmup` untimed then `reps` timed calls of the entry point in one process and
@@ -28,7 +28,19 @@ impl Compiled {
         warmup: usize,
         reps: usize,
     ) -> Result<Vec<f64>, CodegenError> {
-        Ok(self.execute(inputs, warmup, reps)?.1)
+        Ok(self.execute(inputs, warmup, reps, None)?.1)
+    }
+
+    /// [`Compiled::bench`] with `OMP_NUM_THREADS=threads` for the program (the environment's
+    /// setting, or OpenMP's default, when `None`).
+    pub fn bench_threads(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        warmup: usize,
+        reps: usize,
+        threads: Option<usize>,
+    ) -> Result<Vec<f64>, CodegenError> {
+        Ok(self.execute(inputs, warmup, reps, threads)?.1)
     }
 
     fn execute(
@@ -36,6 +48,7 @@ impl Compiled {
         inputs: &BTreeMap<String, Tensor>,
         warmup: usize,
         reps: usize,
+        threads: Option<usize>,
     ) -> Result<(BTreeMap<String, Tensor>, Vec<f64>), CodegenError> {
         check_inputs(&self.program.inputs, inputs)?;
         let dir = tempfile::Builder::new()
@@ -47,7 +60,11 @@ impl Compiled {
             std::fs::write(&path, inputs[&arg.name].to_le_bytes())
                 .map_err(CodegenError::io(format!("writing {}", path.display())))?;
         }
-        let result = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(n) = threads {
+            command.env("OMP_NUM_THREADS", n.to_string());
+        }
+        let result = command
             .arg(&self.weights)
             .arg(dir.path())
             .arg(warmup.to_string())

@@ -1,26 +1,28 @@
-//! `dmove demo`: the whole pipeline on a built-in transformer encoder layer, with no files.
+//! `dmove demo`: the whole pipeline on a built-in transformer encoder layer, with no files;
+//! and the built-in models and pipeline of `dmove bench` (`bench.rs`, `suite.rs`).
 //!
 //! ONNX bytes in memory → import → reference outputs from the interpreter → naive lowering
 //! (baseline) → the standard recipe `std::cpu` (optimized) → C for both → outputs checked
 //! against the reference → both timed side by side (and ONNX Runtime on the same model when
 //! installed).
 
+pub mod bench;
 pub mod model;
+pub mod suite;
 
-use crate::bench::variants::{time_variants, Timed, Timing, VariantError};
+use crate::bench::peer::Peer;
+use crate::bench::variants::{measure, require_agreement, steps, Settings, VariantError};
+use crate::bench::workload::{Workload, WorkloadError};
 use crate::bench::Row;
-use crate::interp::InterpError;
 use crate::ir::Program;
 use crate::onnx::{import, load_model, ImportOptions, OnnxError};
 use crate::ops::expand::{expand_all, ExpandError};
+use crate::progress::{Mode, Progress};
 use crate::recipe::run::{run as run_recipe, RunOptions, RunReport};
 use crate::recipe::{check, load_source, stdlib, Loaded};
 use crate::transform::engine::{Checks, Step};
-use model::{encoder_model, EncoderConfig, INPUT};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+use model::{encoder_model, EncoderConfig};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// How the demo runs.
 #[derive(Clone, Debug)]
@@ -28,7 +30,9 @@ pub struct DemoOptions {
     pub config: EncoderConfig,
     pub warmup: usize,
     pub reps: usize,
-    /// Also time ONNX Runtime (when Python can import it).
+    /// Threads of the generated programs and the peers.
+    pub threads: usize,
+    /// Also time ONNX Runtime and OpenVINO (each when Python can import it).
     pub peer: bool,
     pub seed: u64,
     /// Checks run after each rewrite of the optimization sequence.
@@ -41,6 +45,7 @@ impl Default for DemoOptions {
             config: EncoderConfig::default(),
             warmup: 3,
             reps: 15,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
             peer: true,
             seed: 2024,
             // Every layer on every step, as for any user: a step that cannot be checked is refused.
@@ -80,15 +85,22 @@ pub enum DemoError {
     /// `std::cpu` failed (its diagnostics, rendered).
     #[error("the standard recipe std::cpu failed:\n{0}")]
     Recipe(String),
-    #[error("the reference interpreter failed: {0}")]
-    Interp(#[from] InterpError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Workload(#[from] WorkloadError),
+    #[error("cannot start the competing busy process")]
+    Load(#[source] std::io::Error),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Variant(#[from] VariantError),
 }
 
-/// Runs the demo, reporting progress through `say`.
-pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, DemoError> {
+/// Runs the demo, reporting progress through `say` and the benchmark's through `progress`.
+pub fn run(
+    opts: &DemoOptions,
+    progress: Mode,
+    say: &mut dyn FnMut(&str),
+) -> Result<DemoReport, DemoError> {
     let cfg = opts.config;
     say(&format!(
         "building the encoder layer (sequence {}, hidden {}, {} heads, FFN {}) as ONNX, importing, lowering, optimizing",
@@ -97,37 +109,35 @@ pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, 
     let Pipeline {
         bytes,
         library,
-        baseline,
         optimized,
         recipe,
         report,
     } = pipeline(&cfg, opts.seed, &opts.checks)?;
-    let flops = crate::ops::flops::program_flops(&library);
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed ^ 0xda7a);
-    let x = crate::check::random_tensor(&[1, cfg.seq as usize, cfg.hidden as usize], &mut rng);
-    let inputs = BTreeMap::from([(INPUT.to_string(), x)]);
     say("running the reference interpreter");
-    let reference = crate::interp::run(&library, &inputs)?;
-
-    let timing = Timing {
+    let workload = Workload::new("encoder layer", library, Some(bytes), opts.seed)?;
+    let peers: &[Peer] = if opts.peer {
+        &[Peer::OnnxRuntime, Peer::OpenVino]
+    } else {
+        &[]
+    };
+    let settings = Settings {
         warmup: opts.warmup,
         reps: opts.reps,
-        peer: opts.peer.then_some(bytes.as_slice()),
-        flops,
+        threads: opts.threads,
     };
-    let variants = [("baseline", &baseline), ("optimized", &optimized)];
-    let Timed {
-        rows,
-        medians,
-        errors,
-    } = time_variants(&variants, &inputs, Some(&reference), &timing, say)?;
+    let variants = [("baseline", &workload.baseline), ("optimized", &optimized)];
+    let bar = Progress::new(progress, "benchmark", steps(variants.len(), peers.len()));
+    let rows = measure(&workload, &variants, peers, &settings, &bar)?;
+    drop(bar);
+    require_agreement(&rows)?;
+    let (baseline_ms, optimized_ms) = (median(&rows, 0), median(&rows, 1));
     Ok(DemoReport {
         config: cfg,
-        flops,
-        baseline_ms: medians[0],
-        optimized_ms: medians[1],
-        speedup: medians[0] / medians[1],
-        max_abs_error: errors[1],
+        flops: workload.flops,
+        baseline_ms,
+        optimized_ms,
+        speedup: baseline_ms / optimized_ms,
+        max_abs_error: rows[1].max_abs_error.unwrap_or(f64::NAN),
         rows,
         recipe,
         steps: report.steps.into_iter().map(|s| s.step).collect(),
@@ -135,13 +145,16 @@ pub fn run(opts: &DemoOptions, say: &mut dyn FnMut(&str)) -> Result<DemoReport, 
     })
 }
 
+/// The median of row `i` (NaN when it has none).
+fn median(rows: &[Row], i: usize) -> f64 {
+    rows.get(i).and_then(Row::median_ms).unwrap_or(f64::NAN)
+}
+
 /// Every stage of the demo's program, from ONNX bytes to the optimized IR.
 struct Pipeline {
     bytes: Vec<u8>,
     /// As imported: library nodes.
     library: Program,
-    /// Every operator expanded with its default ("pure") implementation.
-    baseline: Program,
     /// The imported program after `std::cpu`.
     optimized: Program,
     /// The recipe's name and version.
@@ -155,15 +168,12 @@ const CPU_RECIPE: &str = "std::cpu";
 fn pipeline(cfg: &EncoderConfig, seed: u64, checks: &Checks) -> Result<Pipeline, DemoError> {
     let bytes = encoder_model(cfg, seed);
     let library = import(&load_model(&bytes)?, &ImportOptions::default())?;
-    let mut baseline = library.clone();
-    expand_all(&mut baseline)?;
     let mut optimized = library.clone();
     let recipe = cpu_recipe()?;
     let report = optimize(&recipe, &mut optimized, checks, seed)?;
     Ok(Pipeline {
         bytes,
         library,
-        baseline,
         optimized,
         recipe: title(&recipe),
         report,
@@ -218,5 +228,7 @@ pub fn programs(
     checks: &Checks,
 ) -> Result<(Program, Program, RunReport), DemoError> {
     let p = pipeline(cfg, seed, checks)?;
-    Ok((p.baseline, p.optimized, p.report))
+    let mut baseline = p.library;
+    expand_all(&mut baseline)?;
+    Ok((baseline, p.optimized, p.report))
 }

@@ -166,9 +166,14 @@ fn bench_times_the_baseline_and_the_optimized_program_side_by_side() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let rows = v["bench"].as_array().expect("bench rows");
     let names: Vec<&str> = rows.iter().filter_map(|r| r["variant"].as_str()).collect();
-    assert_eq!(names, ["baseline", "optimized", "onnxruntime"], "{v}");
+    assert_eq!(
+        names,
+        ["baseline", "optimized", "onnxruntime", "openvino"],
+        "{v}"
+    );
     for row in &rows[..2] {
         assert!(row["stats"]["median_ms"].is_number(), "{row}");
+        assert!(row["foreign_load"]["cores"].is_number(), "{row}");
         assert!(
             row["max_abs_error"].as_f64().expect("error") < 1e-4,
             "{row}"

@@ -22,7 +22,7 @@ pub fn peer_required() -> bool {
 pub fn run_peer(what: &str, model: &[u8], inputs: &[(String, Tensor)]) -> Option<PeerRun> {
     match onnxruntime(model, inputs, 0, 1) {
         Ok(run) => Some(run),
-        Err(PeerError::Unavailable(why)) => {
+        Err(PeerError::Unavailable { why, .. }) => {
             assert!(
                 !peer_required(),
                 "DMOVE_REQUIRE_PEER is set but onnxruntime is not available ({why}): \

@@ -282,7 +282,8 @@ impl Report {
         );
         if let Some(rows) = &self.bench {
             out.push('\n');
-            out.push_str(&crate::bench::render_table(rows));
+            out.push_str(&crate::bench::report::render_table(rows, None));
+            out.push_str(&crate::bench::report::load_note(rows));
         }
         out
     }

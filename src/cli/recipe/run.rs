@@ -90,6 +90,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
                 &done.program,
                 onnx,
                 args.seed,
+                crate::progress::Mode::for_stderr(args.json),
             )?)
         }
         (None, true) => {

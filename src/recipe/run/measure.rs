@@ -8,7 +8,7 @@
 //! interpreter wraps them in a diagnostic at the expression or `choose` that asked.
 
 use crate::analysis::trace::IrTrace;
-use crate::analysis::{analyze, AccessSource, Options};
+use crate::analysis::{analyze, Options};
 use crate::bench::Stats;
 use crate::codegen::Compiled;
 use crate::ir::{NodeKind, Program};
@@ -53,17 +53,7 @@ pub fn report(p: &Program) -> Result<crate::analysis::Report, String> {
 pub fn bytes(p: &Program) -> Result<f64, String> {
     let p = lowered(p)?;
     let trace = IrTrace::new(&p).map_err(|e| e.to_string())?;
-    let mut total: u64 = 0;
-    for n in trace.nodes() {
-        let b = n.bytes_moved.ok_or_else(|| {
-            format!(
-                "the bytes moved by `{}` are not known (a memlet volume is not a constant)",
-                n.label
-            )
-        })?;
-        total = total.saturating_add(b);
-    }
-    Ok(total as f64)
+    Ok(trace.bytes_moved()? as f64)
 }
 
 /// The median wall time of `reps` runs of `p`'s generated C, in milliseconds, after one warm-up

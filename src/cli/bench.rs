@@ -1,0 +1,273 @@
+//! `dmove bench MODEL` / `dmove bench --suite`: the baseline, the recipe's program and the peers
+//! side by side (see [`crate::demo::bench`]), as a table per workload or as JSON.
+
+use super::recipe::{load_checked, ScriptLimits};
+use super::{is_onnx, load_program, print_json, write_output, Bindings, CliError};
+use crate::bench::machine::Machine;
+use crate::bench::peer::Peer;
+use crate::bench::report::{
+    load_note, render_ratios, render_table, render_under_load, UnderLoad, WorkloadFigures,
+};
+use crate::bench::variants::{require_agreement, Settings};
+use crate::demo::bench::{
+    import_bytes, measure_all, measure_steps, measure_under_load, prepare, BenchOptions, Measured,
+    Prepared,
+};
+use crate::demo::suite;
+use crate::progress::{Mode, Progress};
+use crate::transform::engine::Checks;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// What `--vs` may name besides dmove's own optimized program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Versus {
+    Baseline,
+    Onnxruntime,
+    Openvino,
+    Numpy,
+}
+
+/// `dmove bench`
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The model: an `.onnx` file (the peers run it too), or textual IR.
+    #[arg(
+        value_name = "MODEL",
+        required_unless_present = "suite",
+        conflicts_with = "suite"
+    )]
+    pub model: Option<PathBuf>,
+    /// Run the built-in workload suite instead of a model.
+    #[arg(long)]
+    pub suite: bool,
+    /// The recipe that makes the `dmove` variant (a file, or `std::NAME`).
+    #[arg(long, value_name = "RECIPE", default_value = "std::cpu")]
+    pub recipe: PathBuf,
+    /// What to compare with (comma-separated; default: all of them, numpy only where the
+    /// workload is a single MatMul).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "VARIANTS")]
+    pub vs: Option<Vec<Versus>>,
+    /// Threads of every variant and peer (default: every CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Timed runs per variant (the median is reported).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
+    /// Untimed warm-up runs per variant.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    /// Measure everything once more beside one competing busy process (started and stopped
+    /// by the benchmark).
+    #[arg(long)]
+    pub load: bool,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed of the random inputs (and of the suite's weights).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub bindings: Bindings,
+    #[command(flatten)]
+    pub script_limits: ScriptLimits,
+}
+
+/// The JSON of `dmove bench --json`.
+#[derive(Serialize)]
+struct BenchJson<'a> {
+    machine: &'a Machine,
+    settings: &'a Settings,
+    recipe: String,
+    workloads: Vec<WorkloadFigures>,
+    /// With `--load`: the same workloads beside a competing busy process.
+    under_load: Option<LoadedJson>,
+}
+
+#[derive(Serialize)]
+struct LoadedJson {
+    workloads: Vec<WorkloadFigures>,
+    comparison: Vec<UnderLoad>,
+}
+
+pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
+    args.script_limits.configure()?;
+    let recipe = load_checked(&args.recipe)?.loaded;
+    let opts = options(args);
+    let mode = Mode::for_stderr(args.json);
+    let machine = Machine::detect();
+    let prepared = {
+        let sources = sources(args)?;
+        let bar = Progress::new(mode, "optimizing", sources.len() as u64);
+        let mut prepared = Vec::new();
+        for (name, title, program, onnx) in sources {
+            bar.step(&format!("{name}: running {}", args.recipe.display()));
+            prepared.push(prepare(&name, &title, program, onnx, &recipe, &opts)?);
+            bar.advance();
+        }
+        prepared
+    };
+    let bar = Progress::new(mode, "benchmark", measure_steps(&prepared, &opts));
+    let idle = measure_all(&prepared, &opts, &bar)?;
+    drop(bar);
+    let loaded = if args.load {
+        let bar = Progress::new(
+            mode,
+            "benchmark under load",
+            measure_steps(&prepared, &opts),
+        );
+        Some(measure_under_load(&prepared, &opts, &bar)?)
+    } else {
+        None
+    };
+    let peak = machine.peak_gflops;
+    if args.json {
+        let figures = |m: &[Measured]| {
+            (m.iter())
+                .map(|w| {
+                    WorkloadFigures::new(
+                        (&w.name, &w.title),
+                        w.flops,
+                        w.reference.clone(),
+                        &w.rows,
+                        peak,
+                    )
+                })
+                .collect()
+        };
+        print_json(&BenchJson {
+            machine: &machine,
+            settings: &opts.settings,
+            recipe: args.recipe.display().to_string(),
+            workloads: figures(&idle),
+            under_load: loaded.as_ref().map(|l| LoadedJson {
+                workloads: figures(l),
+                comparison: comparisons(&idle, l),
+            }),
+        })?;
+    } else {
+        let text = render(
+            args,
+            &machine,
+            &opts.settings,
+            &prepared,
+            &idle,
+            loaded.as_deref(),
+        );
+        write_output(Path::new("-"), text.as_bytes())?;
+    }
+    for m in idle.iter().chain(loaded.iter().flatten()) {
+        require_agreement(&m.rows)?;
+    }
+    Ok(())
+}
+
+fn options(args: &BenchArgs) -> BenchOptions {
+    let vs = args.vs.clone().unwrap_or_else(|| {
+        vec![
+            Versus::Baseline,
+            Versus::Onnxruntime,
+            Versus::Openvino,
+            Versus::Numpy,
+        ]
+    });
+    let peers = (vs.iter())
+        .filter_map(|v| match v {
+            Versus::Baseline => None,
+            Versus::Onnxruntime => Some(Peer::OnnxRuntime),
+            Versus::Openvino => Some(Peer::OpenVino),
+            Versus::Numpy => Some(Peer::Numpy),
+        })
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    BenchOptions {
+        settings: Settings {
+            warmup: args.warmup as usize,
+            reps: args.reps as usize,
+            threads: args.threads.map_or(threads, usize::from),
+        },
+        baseline: vs.contains(&Versus::Baseline),
+        peers,
+        numpy_explicit: args.vs.as_ref().is_some_and(|v| v.contains(&Versus::Numpy)),
+        seed: args.seed,
+        checks: Checks::default(),
+    }
+}
+
+/// The workloads to run: (name, title, program as imported, ONNX bytes for the peers).
+type Source = (String, String, crate::ir::Program, Option<Vec<u8>>);
+
+fn sources(args: &BenchArgs) -> Result<Vec<Source>, CliError> {
+    let Some(path) = &args.model else {
+        return (suite::models(args.seed).into_iter())
+            .map(|m| {
+                Ok((
+                    m.name.to_string(),
+                    m.title,
+                    import_bytes(&m.onnx)?,
+                    Some(m.onnx),
+                ))
+            })
+            .collect();
+    };
+    let program = load_program(path, &args.bindings)?;
+    let onnx = if is_onnx(path) {
+        Some(std::fs::read(path).map_err(|source| CliError::Read {
+            path: path.clone(),
+            source,
+        })?)
+    } else {
+        None
+    };
+    let name =
+        (path.file_stem()).map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned());
+    Ok(vec![(name, path.display().to_string(), program, onnx)])
+}
+
+fn comparisons(idle: &[Measured], loaded: &[Measured]) -> Vec<UnderLoad> {
+    (idle.iter().zip(loaded))
+        .filter_map(|(i, l)| UnderLoad::new(&i.name, &i.rows, &l.rows))
+        .collect()
+}
+
+fn render(
+    args: &BenchArgs,
+    machine: &Machine,
+    settings: &Settings,
+    prepared: &[Prepared],
+    idle: &[Measured],
+    loaded: Option<&[Measured]>,
+) -> String {
+    let mut out = format!(
+        "machine: {}\n{}\nthreads {}, {} warm-up and {} timed runs per variant; dmove = {}\n",
+        machine.describe(),
+        machine.peak_assumption,
+        settings.threads,
+        settings.warmup,
+        settings.reps,
+        args.recipe.display(),
+    );
+    let section = |out: &mut String, runs: &[Measured]| {
+        for (m, p) in runs.iter().zip(prepared) {
+            out.push_str(&format!(
+                "\n== {}: {} — {:.1} MFLOP; {} recipe steps; outputs checked against {}\n",
+                m.name,
+                m.title,
+                m.flops as f64 / 1e6,
+                p.steps,
+                m.reference.describe()
+            ));
+            out.push_str(&render_table(&m.rows, machine.peak_gflops));
+            out.push_str(&render_ratios(&m.rows));
+            out.push_str(&load_note(&m.rows));
+        }
+    };
+    section(&mut out, idle);
+    if let Some(loaded) = loaded {
+        out.push_str("\n#### again, beside one competing busy process\n");
+        section(&mut out, loaded);
+        out.push_str("\nunder load (medians in ms):\n");
+        out.push_str(&render_under_load(&comparisons(idle, loaded)));
+    }
+    out
+}
