@@ -254,6 +254,28 @@ fn cases() -> Vec<Case> {
             var(&[2, 2, 3, 3]),
         ],
     ));
+    // Random targets lie in [0, 4): every loss has at least 4 classes.
+    v.push((
+        "NegativeLogLikelihoodLoss",
+        attrs(&[
+            ("reduction", Attr::Str("sum".into())),
+            ("ignore_index", Attr::Int(1)),
+        ]),
+        vec![var(&[2, 5, 3]), ids(&[2, 3]), var(&[5])],
+    ));
+    v.push((
+        "NegativeLogLikelihoodLoss",
+        none(),
+        vec![var(&[4, 4]), ids(&[4])],
+    ));
+    v.push((
+        "SoftmaxCrossEntropyLoss",
+        attrs(&[
+            ("reduction", Attr::Str("none".into())),
+            ("ignore_index", Attr::Int(3)),
+        ]),
+        vec![var(&[3, 4, 2]), ids(&[3, 2]), var(&[4])],
+    ));
     v.push((
         "Transpose",
         attrs(&[("perm", ints(&[2, 0, 1]))]),

@@ -28,6 +28,7 @@ mod heads;
 mod identity;
 mod index;
 pub mod logic;
+mod loss;
 mod math;
 mod matmul;
 mod mean;
@@ -235,6 +236,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         identity::OPS,
         index::OPS,
         logic::OPS,
+        loss::OPS,
         math::OPS,
         matmul::OPS,
         mean::OPS,
