@@ -276,6 +276,26 @@ fn cases() -> Vec<Case> {
         ]),
         vec![var(&[3, 4, 2]), ids(&[3, 2]), var(&[4])],
     ));
+    let typed = |dtype: DType, shape: &[i64]| {
+        let dims = shape.iter().map(|&d| SymExpr::Int(d)).collect();
+        (Some(TensorType::new(dtype, dims)), None)
+    };
+    v.push((
+        "QuantizeLinear",
+        attrs(&[("axis", Attr::Int(0))]),
+        vec![var(&[3, 4]), var(&[3]), typed(DType::I8, &[3])],
+    ));
+    v.push((
+        "QuantizeLinear",
+        attrs(&[("axis", Attr::Int(1)), ("block_size", Attr::Int(2))]),
+        vec![var(&[2, 5]), var(&[2, 3]), typed(DType::F8E4M3FN, &[2, 3])],
+    ));
+    v.push((
+        "DequantizeLinear",
+        none(),
+        vec![typed(DType::U8, &[2, 3]), var(&[]), typed(DType::U8, &[])],
+    ));
+    v.push(("DynamicQuantizeLinear", none(), vec![var(&[3, 5])]));
     v.push((
         "Transpose",
         attrs(&[("perm", ints(&[2, 0, 1]))]),

@@ -38,6 +38,7 @@ mod movement;
 mod norm;
 mod pad;
 mod pool;
+mod quantize;
 mod reduce;
 mod replicate;
 mod resize;
@@ -245,6 +246,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         norm::OPS,
         pad::OPS,
         pool::OPS,
+        quantize::OPS,
         reduce::OPS,
         replicate::OPS,
         resize::OPS,
