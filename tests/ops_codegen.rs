@@ -144,6 +144,10 @@ fn cases() -> Vec<Case> {
         "Swish",
         "IsNaN",
         "IsInf",
+        "Celu",
+        "ThresholdedRelu",
+        "Shrink",
+        "Softsign",
     ] {
         v.push((op, none(), vec![var(&[3, 1, 5])]));
     }
@@ -389,6 +393,8 @@ fn cases() -> Vec<Case> {
         )
     };
     v.push(("Or", none(), vec![bools(&[3, 1]), bools(&[4])]));
+    v.push(("Xor", none(), vec![bools(&[2, 1]), bools(&[1, 3])]));
+    v.push(("PRelu", none(), vec![var(&[2, 3, 4]), var(&[3, 1])]));
     v.push((
         "ConstantOfShape",
         attrs(&[

@@ -1,4 +1,4 @@
-//! Type conversion and boolean logic: Cast, CastLike, Where, Not, And, Or.
+//! Type conversion and boolean logic: Cast, CastLike, Where, Not, And, Or, Xor.
 //!
 //! All are pointwise (Where, And and Or with multidirectional broadcasting), so each expansion is
 //! one map over the output whose tasklet is a copy, a `select` or a logical operator. Cast relies
@@ -13,7 +13,7 @@ use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::scalar::FloatFormat;
 use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
 
-pub static OPS: &[&dyn Operator] = &[&CAST, &CAST_LIKE, &Where, &NOT, &AND, &OR];
+pub static OPS: &[&dyn Operator] = &[&CAST, &CAST_LIKE, &Where, &NOT, &AND, &OR, &XOR];
 
 /// ONNX `TensorProto.DataType` codes of the IR types (strings and complex numbers have none).
 const ONNX_CODES: [(i64, DType); 19] = [
@@ -310,6 +310,13 @@ static OR: Logical = Logical {
     arity: 2,
     f: |a, b| a || b,
     value: || TExpr::binary(BinOp::Or, TExpr::input("a0"), TExpr::input("a1")),
+};
+/// Truth values are 0 or 1, so "exactly one holds" is inequality.
+static XOR: Logical = Logical {
+    name: "Xor",
+    arity: 2,
+    f: |a, b| a != b,
+    value: || TExpr::binary(BinOp::Ne, TExpr::input("a0"), TExpr::input("a1")),
 };
 
 impl Operator for Logical {

@@ -38,6 +38,7 @@ mod movement;
 mod norm;
 mod pad;
 mod pool;
+mod prelu;
 mod quantize;
 mod reduce;
 mod replicate;
@@ -246,6 +247,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         norm::OPS,
         pad::OPS,
         pool::OPS,
+        prelu::OPS,
         quantize::OPS,
         reduce::OPS,
         replicate::OPS,
