@@ -381,6 +381,15 @@ fn cases() -> Vec<Case> {
         ]),
         vec![var(&[1, 2, 6, 5])],
     ));
+    v.push((
+        "LpPool",
+        attrs(&[
+            ("kernel_shape", ints(&[2, 3])),
+            ("pads", ints(&[1, 0, 0, 1])),
+            ("p", Attr::Int(3)),
+        ]),
+        vec![var(&[1, 2, 4, 5])],
+    ));
     v.push(("GlobalAveragePool", none(), vec![var(&[2, 3, 4, 5])]));
     v.push(("GlobalMaxPool", none(), vec![var(&[2, 3, 1, 5])]));
     let bools = |shape: &[i64]| {

@@ -112,6 +112,7 @@ pub static TABLE: &[OnnxVersions] = &[
     v("LessOrEqual", &[12, 16], &[]),
     v("Log", &[1, 6, 13], &[]),
     v("LogSoftmax", &[1, 11, 13], &[]),
+    v("LpPool", &[2, 11, 18, 22], &[(1, "p is a float attribute")]),
     v("MatMul", &[1, 9, 13], &[]),
     v("Max", &[1, 6, 8, 12, 13], &[]),
     v("MaxPool", &[1, 8, 10, 11, 12, 22], &[]),
