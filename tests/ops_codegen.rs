@@ -217,6 +217,11 @@ fn cases() -> Vec<Case> {
     ));
     v.push(("LogSoftmax", none(), vec![var(&[3, 7])]));
     v.push((
+        "Hardmax",
+        attrs(&[("axis", Attr::Int(1))]),
+        vec![var(&[2, 5, 3])],
+    ));
+    v.push((
         "LayerNormalization",
         none(),
         vec![var(&[2, 3, 5]), var(&[5]), var(&[5])],

@@ -24,6 +24,7 @@ pub mod expand;
 pub mod flops;
 mod generate;
 mod groupnorm;
+mod hardmax;
 mod heads;
 mod identity;
 mod index;
@@ -235,6 +236,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         elementwise::OPS,
         generate::OPS,
         groupnorm::OPS,
+        hardmax::OPS,
         identity::OPS,
         index::OPS,
         logic::OPS,

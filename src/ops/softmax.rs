@@ -36,22 +36,44 @@ pub struct Softmax {
 /// First opset with single-axis semantics.
 const SINGLE_AXIS_OPSET: i64 = 13;
 
+/// The block of axes `[first, end)` one normalisation group of `op` spans (Softmax,
+/// LogSoftmax, Hardmax: one axis from opset 13, all axes from `axis` before).
+pub(super) fn group_axes(
+    op: &str,
+    node: &LibraryNode,
+    rank: usize,
+) -> Result<(usize, usize), OpError> {
+    if rank == 0 {
+        return Err(OpError::shape(op, "input must have rank at least 1"));
+    }
+    let legacy = node.int("opset").is_some_and(|v| v < SINGLE_AXIS_OPSET);
+    let default = if legacy { 1 } else { -1 };
+    let axis = resolve_axis(op, "axis", node.int("axis").unwrap_or(default), rank, false)?;
+    Ok((axis, if legacy { rank } else { axis + 1 }))
+}
+
+/// The shape of per-group statistics (the group's axes kept with extent 1) and, for the element
+/// at `idx`, its group's statistics index (0 on those axes).
+pub(super) fn group_stats(
+    shape: &[SymExpr],
+    idx: &[SymExpr],
+    (first, end): (usize, usize),
+) -> (Vec<SymExpr>, Vec<SymExpr>) {
+    let in_group = |d: usize| (first..end).contains(&d);
+    let stat = |v: &[SymExpr], on_group: i64| -> Vec<SymExpr> {
+        (0..v.len())
+            .map(|d| match in_group(d) {
+                true => SymExpr::Int(on_group),
+                false => v[d].clone(),
+            })
+            .collect()
+    };
+    (stat(shape, 1), stat(idx, 0))
+}
+
 impl Softmax {
-    /// The block of axes `[first, end)` one normalisation group spans.
     fn axes(&self, node: &LibraryNode, rank: usize) -> Result<(usize, usize), OpError> {
-        if rank == 0 {
-            return Err(OpError::shape(self.name, "input must have rank at least 1"));
-        }
-        let legacy = node.int("opset").is_some_and(|v| v < SINGLE_AXIS_OPSET);
-        let default = if legacy { 1 } else { -1 };
-        let axis = resolve_axis(
-            self.name,
-            "axis",
-            node.int("axis").unwrap_or(default),
-            rank,
-            false,
-        )?;
-        Ok((axis, if legacy { rank } else { axis + 1 }))
+        group_axes(self.name, node, rank)
     }
 }
 
@@ -138,21 +160,8 @@ pub(super) fn append_softmax(
     (first, end): (usize, usize),
     log: bool,
 ) {
-    let in_group = |d: usize| (first..end).contains(&d);
-    // Per-group statistics keep the reduced axes with extent 1, read at index 0.
-    let stat_shape: Vec<SymExpr> = (0..desc.shape.len())
-        .map(|d| match in_group(d) {
-            true => SymExpr::Int(1),
-            false => desc.shape[d].clone(),
-        })
-        .collect();
     let (params, idx) = params_over("i", &desc.shape);
-    let stat_idx: Vec<SymExpr> = (0..idx.len())
-        .map(|d| match in_group(d) {
-            true => SymExpr::Int(0),
-            false => idx[d].clone(),
-        })
-        .collect();
+    let (stat_shape, stat_idx) = group_stats(&desc.shape, &idx, (first, end));
     let max = b.transient(&format!("{label}_max"), desc.dtype, stat_shape.clone());
     let sum = b.transient(&format!("{label}_sum"), desc.dtype, stat_shape.clone());
     let xi = || Read::new("x", x, idx.clone());

@@ -102,6 +102,7 @@ pub static TABLE: &[OnnxVersions] = &[
     v("GroupNormalization", &[18, 21], &[]),
     v("HardSigmoid", &[1, 6, 22], &[]),
     v("HardSwish", &[14, 22], &[]),
+    v("Hardmax", &[1, 11, 13], &[]),
     v("Identity", &[1, 13, 14, 16, 19, 21, 23, 24, 25], &[]),
     v("InstanceNormalization", &[1, 6, 22], &[]),
     v("IsInf", &[10, 20], &[]),
