@@ -227,6 +227,11 @@ fn cases() -> Vec<Case> {
         vec![var(&[2, 3, 5]), var(&[5]), var(&[5])],
     ));
     v.push((
+        "LpNormalization",
+        attrs(&[("axis", Attr::Int(1)), ("p", Attr::Int(1))]),
+        vec![var(&[2, 5, 3])],
+    ));
+    v.push((
         "RMSNormalization",
         attrs(&[("axis", Attr::Int(1)), ("epsilon", Attr::Float(0.01))]),
         vec![var(&[2, 3, 5]), var(&[1, 5])],
@@ -305,6 +310,19 @@ fn cases() -> Vec<Case> {
         vec![typed(DType::U8, &[2, 3]), var(&[]), typed(DType::U8, &[])],
     ));
     v.push(("DynamicQuantizeLinear", none(), vec![var(&[3, 5])]));
+    v.push((
+        "DepthToSpace",
+        attrs(&[
+            ("blocksize", Attr::Int(2)),
+            ("mode", Attr::Str("CRD".into())),
+        ]),
+        vec![var(&[1, 8, 3, 1])],
+    ));
+    v.push((
+        "SpaceToDepth",
+        attrs(&[("blocksize", Attr::Int(3))]),
+        vec![var(&[2, 1, 3, 6])],
+    ));
     v.push((
         "Transpose",
         attrs(&[("perm", ints(&[2, 0, 1]))]),

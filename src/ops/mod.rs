@@ -30,6 +30,7 @@ mod identity;
 mod index;
 pub mod logic;
 mod loss;
+mod lpnorm;
 mod math;
 mod matmul;
 mod mean;
@@ -50,6 +51,7 @@ mod scatter;
 mod shape;
 mod slice;
 mod softmax;
+mod space_depth;
 mod support;
 mod topk;
 pub mod versions;
@@ -241,6 +243,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         index::OPS,
         logic::OPS,
         loss::OPS,
+        lpnorm::OPS,
         math::OPS,
         matmul::OPS,
         mean::OPS,
@@ -260,6 +263,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         shape::OPS,
         slice::OPS,
         softmax::OPS,
+        space_depth::OPS,
         topk::OPS,
     ] {
         v.extend_from_slice(family);
