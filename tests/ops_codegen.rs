@@ -268,6 +268,11 @@ fn cases() -> Vec<Case> {
             var(&[2, 2, 3, 3]),
         ],
     ));
+    v.push((
+        "OneHot",
+        attrs(&[("axis", Attr::Int(1))]),
+        vec![ids(&[2, 3]), f32_const(&[], vec![3.0]), var(&[2])],
+    ));
     // Random targets lie in [0, 4): every loss has at least 4 classes.
     v.push((
         "NegativeLogLikelihoodLoss",

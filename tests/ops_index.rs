@@ -1,4 +1,4 @@
-//! Indexing, logic, generator, scan, loss and quantization operators: hand-checked values, shape-inference errors,
+//! Indexing (OneHot included), logic, generator, scan, loss and quantization operators: hand-checked values, shape-inference errors,
 //! expansions checked against the reference implementations on awkward shapes, and a few
 //! expansions compiled to C and compared exactly.
 
@@ -16,6 +16,8 @@ mod generate;
 mod logic;
 #[path = "ops_index/loss.rs"]
 mod loss;
+#[path = "ops_index/onehot.rs"]
+mod onehot;
 #[path = "ops_index/quantize.rs"]
 mod quantize;
 #[path = "ops_index/scan.rs"]

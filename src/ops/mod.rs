@@ -38,6 +38,7 @@ mod mish;
 mod modulo;
 mod movement;
 mod norm;
+mod onehot;
 mod pad;
 mod pool;
 mod prelu;
@@ -250,6 +251,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         mish::OPS,
         modulo::OPS,
         norm::OPS,
+        onehot::OPS,
         pad::OPS,
         pool::OPS,
         prelu::OPS,

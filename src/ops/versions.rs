@@ -127,6 +127,7 @@ pub static TABLE: &[OnnxVersions] = &[
     v("Neg", &[1, 6, 13], &[]),
     v("NegativeLogLikelihoodLoss", &[12, 13, 22], &[]),
     v("Not", &[1], &[]),
+    v("OneHot", &[11, 28], &[(9, "negative indices are out of range, not counted from the end")]),
     v("Or", &[1, 7], &[]),
     v("PRelu", &[1, 6, 7, 9, 16], &[]),
     v("Pad", &[1, 2, 11, 13, 18, 19, 21, 23, 24, 25], &[]),
