@@ -316,6 +316,29 @@ fn cases() -> Vec<Case> {
     ));
     v.push(("DynamicQuantizeLinear", none(), vec![var(&[3, 5])]));
     v.push((
+        "MatMulInteger",
+        none(),
+        vec![
+            typed(DType::U8, &[2, 3, 4]),
+            typed(DType::U8, &[4, 5]),
+            typed(DType::U8, &[1]),
+        ],
+    ));
+    v.push((
+        "QLinearMatMul",
+        none(),
+        vec![
+            typed(DType::I8, &[3, 4]),
+            var(&[1]),
+            typed(DType::I8, &[1]),
+            typed(DType::I8, &[4, 2]),
+            var(&[1]),
+            typed(DType::I8, &[]),
+            var(&[]),
+            typed(DType::U8, &[1]),
+        ],
+    ));
+    v.push((
         "DepthToSpace",
         attrs(&[
             ("blocksize", Attr::Int(2)),

@@ -42,6 +42,7 @@ mod onehot;
 mod pad;
 mod pool;
 mod prelu;
+mod qmatmul;
 mod quantize;
 mod reduce;
 mod replicate;
@@ -255,6 +256,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         pad::OPS,
         pool::OPS,
         prelu::OPS,
+        qmatmul::OPS,
         quantize::OPS,
         reduce::OPS,
         replicate::OPS,
