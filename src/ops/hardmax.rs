@@ -6,7 +6,9 @@
 //! sentinel), and writes `position == first` in a pointwise map.
 
 use super::softmax::{group_axes, group_stats};
-use super::support::{arg, dim_product, element_map, fill_map, input_type, params_over, Read};
+use super::support::{
+    arg, dim_product, element_map, fill_map, input_type, line_starts, params_over, Read,
+};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, Wcr};
 
@@ -57,7 +59,7 @@ impl Operator for Hardmax {
         let group: usize = x.shape[first..end].iter().product();
         let inner: usize = x.shape[end..].iter().product();
         let mut y = vec![0.0; x.len()];
-        for base in (0..x.len()).filter(|e| (e / inner) % group.max(1) == 0) {
+        for base in line_starts(x.len(), group, inner) {
             let at = |r: usize| base + r * inner;
             let best = (1..group).fold(0, |b, r| {
                 if x.get_f64(at(r)) > x.get_f64(at(b)) {

@@ -6,8 +6,8 @@
 
 use super::softmax::group_stats;
 use super::support::{
-    arg, element_map, fill_map, input_type, params_over, per_output_element, require_float,
-    resolve_axis, Read,
+    arg, element_map, fill_map, input_type, line_starts, params_over, per_output_element,
+    require_float, resolve_axis, Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{BinOp, LibraryNode, TExpr, Tensor, UnOp, Wcr};
@@ -72,7 +72,7 @@ impl Operator for LpNormalization {
         let n = x.shape[axis];
         let inner: usize = x.shape[axis + 1..].iter().product();
         let mut y = vec![0.0; x.len()];
-        for base in (0..x.len()).filter(|e| (e / inner) % n.max(1) == 0) {
+        for base in line_starts(x.len(), n, inner) {
             let line = || (0..n).map(|r| base + r * inner);
             let norm = match p {
                 1 => line().map(|e| x.get_f64(e).abs()).sum::<f64>(),

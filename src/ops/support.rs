@@ -136,6 +136,14 @@ pub fn unravel(mut linear: usize, shape: &[usize]) -> Vec<usize> {
     idx
 }
 
+/// The offsets of the first elements of the lines of a tensor of `len` elements along an axis
+/// (or a block of axes) of `group` elements followed by `inner` elements: line `s` holds
+/// `s, s + inner, …, s + (group − 1)·inner`.
+pub fn line_starts(len: usize, group: usize, inner: usize) -> impl Iterator<Item = usize> {
+    let outer = len.checked_div(group * inner).unwrap_or(0);
+    (0..outer).flat_map(move |o| (0..inner).map(move |i| o * group * inner + i))
+}
+
 /// The row-major offset of `idx` given `strides`.
 pub fn offset(idx: &[usize], strides: &[usize]) -> usize {
     idx.iter().zip(strides).map(|(i, s)| i * s).sum()

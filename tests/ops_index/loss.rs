@@ -39,7 +39,7 @@ fn nll_weighs_ignores_and_reduces_like_onnx() {
     close(&eval1(NLL, &[], &[&logp, &target]).to_f64_vec(), &[1.75]);
     let ii = ("ignore_index", Attr::Int(2));
     close(
-        &eval1(NLL, &[ii.clone()], &[&logp, &target]).to_f64_vec(),
+        &eval1(NLL, std::slice::from_ref(&ii), &[&logp, &target]).to_f64_vec(),
         &[0.5],
     );
     let y = eval1(NLL, &[ii, reduction("none")], &[&logp, &target, &weight]);
