@@ -18,7 +18,7 @@
 use super::index::{axis_window, lookup_map, require_indices, window_indices};
 use super::softmax::{append_softmax, softmax_values};
 use super::support::{
-    arg, fill_map, input_type, opt_arg, params_over, require_float, same_dtype, sym_shape,
+    arg, fill_map, input_type, opt_arg, params_over, require_float, same_dtype, types_of,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, ScopeBuilder};
@@ -219,11 +219,7 @@ impl Operator for Loss {
         let x = arg(op, inputs, 0)?;
         let target = arg(op, inputs, 1)?;
         let weight = opt_arg(inputs, 2);
-        let types: Vec<Option<TensorType>> = inputs
-            .iter()
-            .map(|t| t.map(|t| TensorType::new(t.dtype(), sym_shape(&t.shape))))
-            .collect();
-        let loss_type = self.check(node, &types)?;
+        let loss_type = self.check(node, &types_of(inputs))?;
         let at = Attrs::read(op, node)?;
         let logp = match self.softmax {
             true => softmax_values(x, (CLASS_AXIS, CLASS_AXIS + 1), true),

@@ -167,6 +167,17 @@ impl ExpandCtx<'_, '_> {
             .ok_or_else(|| OpError::shape(&self.node.op, format!("missing output {i}")))
     }
 
+    /// The types of the inputs (`None` for absent ones), for the checks `infer` makes.
+    pub fn input_types(&self) -> Vec<Option<TensorType>> {
+        self.inputs
+            .iter()
+            .map(|i| {
+                i.as_ref()
+                    .map(|(_, d)| TensorType::new(d.dtype, d.shape.clone()))
+            })
+            .collect()
+    }
+
     /// Constant value of input `i`, if it is a known constant.
     pub fn constant_input(&self, i: usize) -> Option<&Tensor> {
         let (name, _) = self.inputs.get(i)?.as_ref()?;

@@ -13,7 +13,9 @@
 //! multiplier maps and one requantizing map.
 
 use super::matmul::{append_product, product_shape, product_values, Operand};
-use super::support::{arg, element_map, input_type, opt_arg, params_over, require_float, Read};
+use super::support::{
+    arg, element_map, input_type, opt_arg, params_over, require_float, types_of, Read,
+};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::scalar::stored;
 use crate::ir::{BinOp, DType, DataDesc, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
@@ -101,10 +103,7 @@ impl Operator for MatMulInteger {
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let op = self.name();
-        let types: Vec<Option<TensorType>> = inputs
-            .iter()
-            .map(|t| t.map(|t| TensorType::new(t.dtype(), super::support::sym_shape(&t.shape))))
-            .collect();
+        let types = types_of(inputs);
         self.infer(node, &types, &[])?;
         let (a, b) = (arg(op, inputs, 0)?, arg(op, inputs, 1)?);
         let a0 = single(opt_arg(inputs, 2));
@@ -176,10 +175,7 @@ impl Operator for QLinearMatMul {
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let op = self.name();
-        let types: Vec<Option<TensorType>> = inputs
-            .iter()
-            .map(|t| t.map(|t| TensorType::new(t.dtype(), super::support::sym_shape(&t.shape))))
-            .collect();
+        let types = types_of(inputs);
         let out = self.infer(node, &types, &[])?.remove(0);
         let v = |i: usize| arg(op, inputs, i).map(|t| t.get_f64(0));
         let scale_type = arg(op, inputs, A_SCALE)?.dtype();

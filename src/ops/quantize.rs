@@ -21,7 +21,7 @@
 use super::logic::{dtype_of_onnx, saturate_value, saturated, saturation};
 use super::support::{
     arg, element_map, input_type, opt_arg, params_over, require_float, resolve_axis, sym_shape,
-    unravel, Read,
+    types_of, unravel, Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::ScopeBuilder;
@@ -234,14 +234,6 @@ impl QuantTypes {
     }
 }
 
-/// Input types of concrete tensors, for checks shared by `infer` and `eval`.
-fn types_of(inputs: &[Option<&Tensor>]) -> Vec<Option<TensorType>> {
-    inputs
-        .iter()
-        .map(|t| t.map(|t| TensorType::new(t.dtype(), sym_shape(&t.shape))))
-        .collect()
-}
-
 /// The quantized value of the quotient `q` (already in the quotient's type) for `target`.
 fn quantize_value(q: f64, zero_point: f64, target: DType, limit: Option<f64>) -> f64 {
     match target.int_range() {
@@ -367,15 +359,7 @@ impl Operator for QuantizeLinear {
         let (scale, sd) = ctx.input(1)?.clone();
         let zp = ctx.inputs.get(2).cloned().flatten();
         let (y, yd) = ctx.output(0)?.clone();
-        let types: Vec<Option<TensorType>> = ctx
-            .inputs
-            .iter()
-            .map(|i| {
-                i.as_ref()
-                    .map(|(_, d)| TensorType::new(d.dtype, d.shape.clone()))
-            })
-            .collect();
-        let types = QuantTypes::of(ctx.node, &types)?;
+        let types = QuantTypes::of(ctx.node, &ctx.input_types())?;
         let grain = Granularity::of(op, ctx.node, &xd.shape, &sd.shape)?;
         Quantize {
             x: &x,

@@ -10,7 +10,7 @@
 //! The expansion is one copy map over the six indices `(n, c, h, i, w, j)`, where every index
 //! is affine: no division or remainder appears, so the map stays analysable.
 
-use super::support::{arg, element_map, input_type, offset, sym_shape, Read};
+use super::support::{arg, element_map, input_type, offset, types_of, Read};
 use super::window::multi_indices;
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::tensor::row_major_strides;
@@ -151,8 +151,7 @@ impl Operator for Rearrange {
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let x = arg(self.name, inputs, 0)?;
-        let types = [Some(TensorType::new(x.dtype(), sym_shape(&x.shape)))];
-        let out = self.infer(node, &types, &[])?.remove(0);
+        let out = self.infer(node, &types_of(inputs), &[])?.remove(0);
         let shape = out
             .static_shape()
             .expect("a static input has a static output");

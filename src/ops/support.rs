@@ -124,6 +124,14 @@ pub fn sym_shape(shape: &[usize]) -> Vec<SymExpr> {
     shape.iter().map(|&d| SymExpr::from(d)).collect()
 }
 
+/// The types of concrete input tensors, so that `eval` can run the checks `infer` makes.
+pub fn types_of(inputs: &[Option<&Tensor>]) -> Vec<Option<TensorType>> {
+    inputs
+        .iter()
+        .map(|t| t.map(|t| TensorType::new(t.dtype(), sym_shape(&t.shape))))
+        .collect()
+}
+
 /// The row-major multi-index of element `linear` in `shape`.
 pub fn unravel(mut linear: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];

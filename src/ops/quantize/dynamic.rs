@@ -6,9 +6,9 @@
 //! the reference has it: the quotient `−min / scale` is stored to an `f32` transient before
 //! the clamp and round that produce the uint8 zero point.
 
-use super::{types_of, Granularity, QuantTypes, Quantize};
+use super::{Granularity, QuantTypes, Quantize};
 use crate::ir::{BinOp, DType, LibraryNode, TExpr, Tensor, UnOp, Wcr};
-use crate::ops::support::{arg, element_map, fill_map, input_type, params_over, Read};
+use crate::ops::support::{arg, element_map, fill_map, input_type, params_over, types_of, Read};
 use crate::ops::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 
 /// `DynamicQuantizeLinear(x) -> (y, y_scale, y_zero_point)`, uint8.
