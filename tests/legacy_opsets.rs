@@ -47,6 +47,24 @@ fn legacy_broadcast_aligns_b_at_axis() {
     assert_eq!(y, expected);
 }
 
+/// Opset-6 `PRelu(X: 2×3×2, slope: 3)` applies `slope[j]` to channel `j` (axis 1); a slope of
+/// one element is shared by every channel.
+#[test]
+fn legacy_prelu_slopes_apply_per_channel() {
+    let model = |slope: &[f32]| {
+        ModelBuilder::new("prelu", 6)
+            .input("x", [2, 3, 2])
+            .initializer("s", &[slope.len() as i64], slope.to_vec())
+            .output("y", [2, 3, 2])
+            .node("PRelu", &["x", "s"], &["y"], vec![])
+    };
+    let x = Tensor::f32(vec![2, 3, 2], vec![-1.0; 12]);
+    let y = run(&model(&[1.0, 2.0, 3.0]), &[("x", x.clone())]);
+    let expected: Vec<f64> = (0..12).map(|i| -(((i / 2) % 3 + 1) as f64)).collect();
+    assert_eq!(y, expected);
+    assert_eq!(run(&model(&[0.5]), &[("x", x)]), vec![-0.5; 12]);
+}
+
 /// Without `axis`, legacy broadcasting aligns from the right, as numpy does; a graph input `B`
 /// (not a constant) is aligned by an imported `Unsqueeze` node.
 #[test]

@@ -144,6 +144,10 @@ fn cases() -> Vec<Case> {
         "Swish",
         "IsNaN",
         "IsInf",
+        "Celu",
+        "ThresholdedRelu",
+        "Shrink",
+        "Softsign",
     ] {
         v.push((op, none(), vec![var(&[3, 1, 5])]));
     }
@@ -213,9 +217,19 @@ fn cases() -> Vec<Case> {
     ));
     v.push(("LogSoftmax", none(), vec![var(&[3, 7])]));
     v.push((
+        "Hardmax",
+        attrs(&[("axis", Attr::Int(1))]),
+        vec![var(&[2, 5, 3])],
+    ));
+    v.push((
         "LayerNormalization",
         none(),
         vec![var(&[2, 3, 5]), var(&[5]), var(&[5])],
+    ));
+    v.push((
+        "LpNormalization",
+        attrs(&[("axis", Attr::Int(1)), ("p", Attr::Int(1))]),
+        vec![var(&[2, 5, 3])],
     ));
     v.push((
         "RMSNormalization",
@@ -253,6 +267,89 @@ fn cases() -> Vec<Case> {
             var(&[2, 2, 3, 2]),
             var(&[2, 2, 3, 3]),
         ],
+    ));
+    v.push((
+        "OneHot",
+        attrs(&[("axis", Attr::Int(1))]),
+        vec![ids(&[2, 3]), f32_const(&[], vec![3.0]), var(&[2])],
+    ));
+    // Random targets lie in [0, 4): every loss has at least 4 classes.
+    v.push((
+        "NegativeLogLikelihoodLoss",
+        attrs(&[
+            ("reduction", Attr::Str("sum".into())),
+            ("ignore_index", Attr::Int(1)),
+        ]),
+        vec![var(&[2, 5, 3]), ids(&[2, 3]), var(&[5])],
+    ));
+    v.push((
+        "NegativeLogLikelihoodLoss",
+        none(),
+        vec![var(&[4, 4]), ids(&[4])],
+    ));
+    v.push((
+        "SoftmaxCrossEntropyLoss",
+        attrs(&[
+            ("reduction", Attr::Str("none".into())),
+            ("ignore_index", Attr::Int(3)),
+        ]),
+        vec![var(&[3, 4, 2]), ids(&[3, 2]), var(&[4])],
+    ));
+    let typed = |dtype: DType, shape: &[i64]| {
+        let dims = shape.iter().map(|&d| SymExpr::Int(d)).collect();
+        (Some(TensorType::new(dtype, dims)), None)
+    };
+    v.push((
+        "QuantizeLinear",
+        attrs(&[("axis", Attr::Int(0))]),
+        vec![var(&[3, 4]), var(&[3]), typed(DType::I8, &[3])],
+    ));
+    v.push((
+        "QuantizeLinear",
+        attrs(&[("axis", Attr::Int(1)), ("block_size", Attr::Int(2))]),
+        vec![var(&[2, 5]), var(&[2, 3]), typed(DType::F8E4M3FN, &[2, 3])],
+    ));
+    v.push((
+        "DequantizeLinear",
+        none(),
+        vec![typed(DType::U8, &[2, 3]), var(&[]), typed(DType::U8, &[])],
+    ));
+    v.push(("DynamicQuantizeLinear", none(), vec![var(&[3, 5])]));
+    v.push((
+        "MatMulInteger",
+        none(),
+        vec![
+            typed(DType::U8, &[2, 3, 4]),
+            typed(DType::U8, &[4, 5]),
+            typed(DType::U8, &[1]),
+        ],
+    ));
+    v.push((
+        "QLinearMatMul",
+        none(),
+        vec![
+            typed(DType::I8, &[3, 4]),
+            var(&[1]),
+            typed(DType::I8, &[1]),
+            typed(DType::I8, &[4, 2]),
+            var(&[1]),
+            typed(DType::I8, &[]),
+            var(&[]),
+            typed(DType::U8, &[1]),
+        ],
+    ));
+    v.push((
+        "DepthToSpace",
+        attrs(&[
+            ("blocksize", Attr::Int(2)),
+            ("mode", Attr::Str("CRD".into())),
+        ]),
+        vec![var(&[1, 8, 3, 1])],
+    ));
+    v.push((
+        "SpaceToDepth",
+        attrs(&[("blocksize", Attr::Int(3))]),
+        vec![var(&[2, 1, 3, 6])],
     ));
     v.push((
         "Transpose",
@@ -335,6 +432,15 @@ fn cases() -> Vec<Case> {
         ]),
         vec![var(&[1, 2, 6, 5])],
     ));
+    v.push((
+        "LpPool",
+        attrs(&[
+            ("kernel_shape", ints(&[2, 3])),
+            ("pads", ints(&[1, 0, 0, 1])),
+            ("p", Attr::Int(3)),
+        ]),
+        vec![var(&[1, 2, 4, 5])],
+    ));
     v.push(("GlobalAveragePool", none(), vec![var(&[2, 3, 4, 5])]));
     v.push(("GlobalMaxPool", none(), vec![var(&[2, 3, 1, 5])]));
     let bools = |shape: &[i64]| {
@@ -347,6 +453,8 @@ fn cases() -> Vec<Case> {
         )
     };
     v.push(("Or", none(), vec![bools(&[3, 1]), bools(&[4])]));
+    v.push(("Xor", none(), vec![bools(&[2, 1]), bools(&[1, 3])]));
+    v.push(("PRelu", none(), vec![var(&[2, 3, 4]), var(&[3, 1])]));
     v.push((
         "ConstantOfShape",
         attrs(&[

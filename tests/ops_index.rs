@@ -1,4 +1,4 @@
-//! Indexing, logic, generator and scan operators: hand-checked values, shape-inference errors,
+//! Indexing (OneHot included), logic, generator, scan, loss and quantization operators: hand-checked values, shape-inference errors,
 //! expansions checked against the reference implementations on awkward shapes, and a few
 //! expansions compiled to C and compared exactly.
 
@@ -14,6 +14,12 @@ mod gather;
 mod generate;
 #[path = "ops_index/logic.rs"]
 mod logic;
+#[path = "ops_index/loss.rs"]
+mod loss;
+#[path = "ops_index/onehot.rs"]
+mod onehot;
+#[path = "ops_index/quantize.rs"]
+mod quantize;
 #[path = "ops_index/scan.rs"]
 mod scan;
 #[path = "ops_index/scatter.rs"]

@@ -1,4 +1,5 @@
-//! Data-movement operators (Concat, Split, Slice, Expand, Tile, Pad, Resize): reference results
+//! Data-movement operators (Concat, Split, Slice, Expand, Tile, Pad, Resize, DepthToSpace,
+//! SpaceToDepth): reference results
 //! against hand-computed values, shape-inference errors, expansions against the reference on
 //! awkward shapes, and one compiled C program holding every operator.
 //! This file holds the shared helpers and the C test; each family has its own module.
@@ -13,6 +14,8 @@ mod replicate;
 mod resize;
 #[path = "ops_movement/slice.rs"]
 mod slice;
+#[path = "ops_movement/space_depth.rs"]
+mod space_depth;
 
 use dmove::check::{compare_outputs, expansion_matches, random_inputs, single_op_program};
 use dmove::codegen::Compiled;

@@ -33,6 +33,10 @@ pub static OPS: &[&dyn Operator] = &[
     &SOFTPLUS,
     &GELU,
     &CLIP,
+    &CELU,
+    &THRESHOLDED_RELU,
+    &SHRINK,
+    &SOFTSIGN,
 ];
 
 /// How an operator's scalar parameters are obtained; the kernels receive them as a slice.
@@ -227,6 +231,56 @@ static CLIP: Unary = Unary {
         clamp(x, finite(p[0]), finite(p[1]))
     },
 };
+
+/// `max(0, x) + min(0, α(e^(x/α) − 1))` (opset 12; α defaults to 1).
+static CELU: Unary = Unary {
+    name: "Celu",
+    params: Params::Attrs(&[("alpha", 1.0)]),
+    predicate: false,
+    f: |x, p| x.max(0.0) + (p[0] * ((x / p[0]).exp() - 1.0)).min(0.0),
+    t: |x, p| {
+        let em1 = add(un(UnOp::Exp, mul(x.clone(), c(1.0 / p[0]))), c(-1.0));
+        if_negative(x.clone(), false, mul(c(p[0]), em1), x)
+    },
+};
+/// `x` above α, else 0 (α defaults to 1).
+static THRESHOLDED_RELU: Unary = Unary {
+    name: "ThresholdedRelu",
+    params: Params::Attrs(&[("alpha", 1.0)]),
+    predicate: false,
+    f: |x, p| if x > p[0] { x } else { 0.0 },
+    t: |x, p| TExpr::select(TExpr::binary(BinOp::Gt, x.clone(), c(p[0])), x, c(0.0)),
+};
+/// `x + bias` below −λ, `x − bias` above λ, else 0 (λ = `lambd` = 0.5, `bias` = 0 by default).
+static SHRINK: Unary = Unary {
+    name: "Shrink",
+    params: Params::Attrs(&[("lambd", 0.5), ("bias", 0.0)]),
+    predicate: false,
+    f: |x, p| {
+        if x < -p[0] {
+            x + p[1]
+        } else if x > p[0] {
+            x - p[1]
+        } else {
+            0.0
+        }
+    },
+    t: |x, p| {
+        let above = TExpr::select(
+            TExpr::binary(BinOp::Gt, x.clone(), c(p[0])),
+            add(x.clone(), c(-p[1])),
+            c(0.0),
+        );
+        let below = TExpr::binary(BinOp::Lt, x.clone(), c(-p[0]));
+        TExpr::select(below, add(x, c(p[1])), above)
+    },
+};
+/// `x / (1 + |x|)`.
+static SOFTSIGN: Unary = simple(
+    "Softsign",
+    |x, _| x / (1.0 + x.abs()),
+    |x, _| mul(x.clone(), un(UnOp::Recip, add(c(1.0), un(UnOp::Abs, x)))),
+);
 
 /// `min(max(x, lo), hi)` with an absent side left out (the order of `numpy.clip`, so `lo > hi`
 /// yields `hi` as ONNX's reference does).

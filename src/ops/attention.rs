@@ -428,15 +428,7 @@ impl Operator for Attention {
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        let types: Vec<Option<TensorType>> = ctx
-            .inputs
-            .iter()
-            .map(|i| {
-                i.as_ref()
-                    .map(|(_, d)| TensorType::new(d.dtype, d.shape.clone()))
-            })
-            .collect();
-        let plan = Plan::new(ctx.node, &types)?;
+        let plan = Plan::new(ctx.node, &ctx.input_types())?;
         expand::Stages::new(&plan, ctx)?.append(ctx)
     }
 

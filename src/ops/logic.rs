@@ -1,4 +1,4 @@
-//! Type conversion and boolean logic: Cast, CastLike, Where, Not, And, Or.
+//! Type conversion and boolean logic: Cast, CastLike, Where, Not, And, Or, Xor.
 //!
 //! All are pointwise (Where, And and Or with multidirectional broadcasting), so each expansion is
 //! one map over the output whose tasklet is a copy, a `select` or a logical operator. Cast relies
@@ -13,7 +13,7 @@ use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::scalar::FloatFormat;
 use crate::ir::{BinOp, DType, LibraryNode, SymExpr, TExpr, Tensor, UnOp};
 
-pub static OPS: &[&dyn Operator] = &[&CAST, &CAST_LIKE, &Where, &NOT, &AND, &OR];
+pub static OPS: &[&dyn Operator] = &[&CAST, &CAST_LIKE, &Where, &NOT, &AND, &OR, &XOR];
 
 /// ONNX `TensorProto.DataType` codes of the IR types (strings and complex numbers have none).
 const ONNX_CODES: [(i64, DType); 19] = [
@@ -146,15 +146,37 @@ impl Cast {
             )
         })
     }
+}
 
-    /// The largest magnitude the result is clamped to: a float8 target's largest finite value
-    /// under `saturate` (default 1), so that out-of-range values and infinities saturate
-    /// instead of becoming NaN or infinity.
-    fn saturation(node: &LibraryNode, to: DType) -> Option<f64> {
-        let float8 = !matches!(to, DType::F16 | DType::BF16);
-        FloatFormat::of(to)
-            .filter(|_| float8 && node.int("saturate").unwrap_or(1) != 0)
-            .map(FloatFormat::max_finite)
+/// The largest magnitude a conversion to `to` is clamped to: a float8 target's largest finite
+/// value under `saturate` (default 1), so that out-of-range values and infinities saturate
+/// instead of becoming NaN or infinity (Cast, QuantizeLinear).
+pub(super) fn saturation(node: &LibraryNode, to: DType) -> Option<f64> {
+    let float8 = !matches!(to, DType::F16 | DType::BF16);
+    FloatFormat::of(to)
+        .filter(|_| float8 && node.int("saturate").unwrap_or(1) != 0)
+        .map(FloatFormat::max_finite)
+}
+
+/// `x` clamped to `[-limit, limit]` (the reference side of [`saturated`]); NaN stays NaN.
+pub(super) fn saturate_value(x: f64, limit: Option<f64>) -> f64 {
+    limit.map_or(x, |m| if x.is_nan() { x } else { x.clamp(-m, m) })
+}
+
+/// The tasklet expression clamping `x` to `[-limit, limit]` when a limit is given. NaN stays
+/// NaN: `max`/`min` alone would replace it by the bound.
+pub(super) fn saturated(x: TExpr, limit: Option<f64>) -> TExpr {
+    match limit {
+        Some(m) => TExpr::select(
+            TExpr::binary(BinOp::Ne, x.clone(), x.clone()),
+            x.clone(),
+            TExpr::binary(
+                BinOp::Max,
+                TExpr::binary(BinOp::Min, x, TExpr::Const(m)),
+                TExpr::Const(-m),
+            ),
+        ),
+        None => x,
     }
 }
 
@@ -186,14 +208,10 @@ impl Operator for Cast {
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let x = arg(self.name, inputs, 0)?;
         let to = self.target(node, opt_arg(inputs, 1).map(Tensor::dtype))?;
-        let limit = Self::saturation(node, to);
+        let limit = saturation(node, to);
         let mut y = Tensor::zeros(to, x.shape.clone());
         for i in 0..x.len() {
-            let v = x.get_f64(i);
-            y.set_f64(
-                i,
-                limit.map_or(v, |m| if v.is_nan() { v } else { v.clamp(-m, m) }),
-            );
+            y.set_f64(i, saturate_value(x.get_f64(i), limit));
         }
         Ok(vec![y])
     }
@@ -203,20 +221,7 @@ impl Operator for Cast {
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
         let (x_name, _) = ctx.input(0)?.clone();
         let (y, y_desc) = ctx.output(0)?.clone();
-        let x = TExpr::input("x");
-        let value = match Self::saturation(ctx.node, y_desc.dtype) {
-            // NaN stays NaN: `max`/`min` would replace it by the bound.
-            Some(m) => TExpr::select(
-                TExpr::binary(BinOp::Ne, x.clone(), x.clone()),
-                x.clone(),
-                TExpr::binary(
-                    BinOp::Max,
-                    TExpr::binary(BinOp::Min, x, TExpr::Const(m)),
-                    TExpr::Const(-m),
-                ),
-            ),
-            None => x,
-        };
+        let value = saturated(TExpr::input("x"), saturation(ctx.node, y_desc.dtype));
         let (params, idx) = params_over("i", &y_desc.shape);
         let reads = vec![Read::new("x", &x_name, idx.clone())];
         element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, value);
@@ -305,6 +310,13 @@ static OR: Logical = Logical {
     arity: 2,
     f: |a, b| a || b,
     value: || TExpr::binary(BinOp::Or, TExpr::input("a0"), TExpr::input("a1")),
+};
+/// Truth values are 0 or 1, so "exactly one holds" is inequality.
+static XOR: Logical = Logical {
+    name: "Xor",
+    arity: 2,
+    f: |a, b| a != b,
+    value: || TExpr::binary(BinOp::Ne, TExpr::input("a0"), TExpr::input("a1")),
 };
 
 impl Operator for Logical {

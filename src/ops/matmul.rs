@@ -11,8 +11,9 @@ use super::support::{
     arg, element_map, fill_map, input_type, opt_arg, params_over, same_dtype, Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::build::ScopeBuilder;
 use crate::ir::tensor::row_major_strides;
-use crate::ir::{BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
+use crate::ir::{BinOp, DataDesc, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
 
 pub static OPS: &[&dyn Operator] = &[&MatMul, &Gemm];
 
@@ -54,6 +55,120 @@ fn split<D: Clone + PartialEq + std::fmt::Display>(a: &[D], b: &[D]) -> Result<D
     })
 }
 
+/// The shape of the product of operands shaped `a` and `b` (batch dimensions broadcast).
+pub(super) fn product_shape(
+    op: &str,
+    a: &[SymExpr],
+    b: &[SymExpr],
+) -> Result<Vec<SymExpr>, OpError> {
+    let d = split(a, b)?;
+    let mut shape = broadcast_shapes(op, &[&d.a_batch, &d.b_batch])?;
+    shape.extend(d.m);
+    shape.extend(d.n);
+    Ok(shape)
+}
+
+/// The reference product `(A − a₀) · (B − b₀)` of two tensors and per-tensor zero points, in
+/// `f64`, and its shape.
+pub(super) fn product_values(
+    op: &str,
+    (a, a0): (&Tensor, f64),
+    (b, b0): (&Tensor, f64),
+) -> Result<(Vec<f64>, Vec<usize>), OpError> {
+    let d = split(&a.shape, &b.shape)?;
+    let batch = broadcast_concrete(op, &[&d.a_batch, &d.b_batch])?;
+    let (m, n, k) = (d.m.unwrap_or(1), d.n.unwrap_or(1), d.k);
+    // Each operand is a stack of matrices; broadcasting picks which matrix a batch reads.
+    let a_mats = source_offsets(&d.a_batch, &batch);
+    let b_mats = source_offsets(&d.b_batch, &batch);
+    let mut out = Vec::with_capacity(a_mats.len() * m * n);
+    for (am, bm) in a_mats.iter().zip(&b_mats) {
+        let (a_at, b_at) = (am * m * k, bm * k * n);
+        for i in 0..m {
+            for j in 0..n {
+                let acc: f64 = (0..k)
+                    .map(|p| {
+                        (a.get_f64(a_at + i * k + p) - a0) * (b.get_f64(b_at + p * n + j) - b0)
+                    })
+                    .sum();
+                out.push(acc);
+            }
+        }
+    }
+    let mut shape = batch;
+    shape.extend(d.m);
+    shape.extend(d.n);
+    Ok((out, shape))
+}
+
+/// One operand of a matrix product in an expansion: its container and shape, and the
+/// per-tensor zero point subtracted from each element (a one-element container and its rank),
+/// for the quantized products.
+pub(super) struct Operand<'a> {
+    pub name: &'a str,
+    pub shape: Vec<SymExpr>,
+    pub zero_point: Option<(&'a str, usize)>,
+}
+
+impl Operand<'_> {
+    /// The tasklet read of the element at `idx` (connector `conn`, the zero point's `{conn}0`)
+    /// and its value.
+    fn read(
+        &self,
+        conn: &'static str,
+        zp_conn: &'static str,
+        idx: Vec<SymExpr>,
+    ) -> (Vec<Read<'_>>, TExpr) {
+        let mut reads = vec![Read::new(conn, self.name, idx)];
+        let mut value = TExpr::input(conn);
+        if let Some((zp, rank)) = self.zero_point {
+            reads.push(Read::new(zp_conn, zp, vec![SymExpr::Int(0); rank]));
+            value = TExpr::binary(BinOp::Sub, value, TExpr::input(zp_conn));
+        }
+        (reads, value)
+    }
+}
+
+/// Appends the product of `[a, b]` into `y` (of `y_shape`): a zero initialisation and one
+/// accumulation map over the output indices and the inner index `k`.
+pub(super) fn append_product(
+    b: &mut ScopeBuilder,
+    label: &str,
+    [lhs, rhs]: [Operand; 2],
+    (y, y_shape): (&str, &[SymExpr]),
+) -> Result<(), OpError> {
+    let d = split(&lhs.shape, &rhs.shape)?;
+    fill_map(b, &format!("{label}_init"), y, y_shape, 0.0);
+    let (mut params, idx) = params_over("i", y_shape);
+    let nb = y_shape.len() - usize::from(d.m.is_some()) - usize::from(d.n.is_some());
+    let k = SymExpr::sym("k");
+    let mut a_idx = source_index(&d.a_batch, &idx[..nb]);
+    let mut b_idx = source_index(&d.b_batch, &idx[..nb]);
+    let mut rest = idx[nb..].iter().cloned();
+    if d.m.is_some() {
+        a_idx.extend(rest.next());
+    }
+    a_idx.push(k.clone());
+    b_idx.push(k);
+    b_idx.extend(rest.next());
+    params.push(("k".to_string(), Range::upto(d.k)));
+    let (mut reads, av) = lhs.read("a", "a0", a_idx);
+    let (b_reads, bv) = rhs.read("b", "b0", b_idx);
+    reads.extend(b_reads);
+    let value = TExpr::binary(BinOp::Mul, av, bv);
+    let dst = (y, idx);
+    element_map(
+        b,
+        &format!("{label}_acc"),
+        &params,
+        reads,
+        dst,
+        Some(Wcr::Sum),
+        value,
+    );
+    Ok(())
+}
+
 /// `Y = A · B` with numpy semantics: a 1-D operand is promoted to a matrix and the promoted
 /// dimension removed from the result; batch dimensions broadcast.
 pub struct MatMul;
@@ -79,10 +194,7 @@ impl Operator for MatMul {
             input_type("MatMul", inputs, 1)?,
         );
         same_dtype("MatMul", a, b, 1)?;
-        let d = split(&a.shape, &b.shape)?;
-        let mut shape = broadcast_shapes("MatMul", &[&d.a_batch, &d.b_batch])?;
-        shape.extend(d.m);
-        shape.extend(d.n);
+        let shape = product_shape("MatMul", &a.shape, &b.shape)?;
         Ok(vec![TensorType::new(a.dtype, shape)])
     }
 
@@ -92,69 +204,25 @@ impl Operator for MatMul {
         inputs: &[Option<&Tensor>],
     ) -> Result<Vec<Tensor>, OpError> {
         let (a, b) = (arg("MatMul", inputs, 0)?, arg("MatMul", inputs, 1)?);
-        let d = split(&a.shape, &b.shape)?;
-        let batch = broadcast_concrete("MatMul", &[&d.a_batch, &d.b_batch])?;
-        let (m, n, k) = (d.m.unwrap_or(1), d.n.unwrap_or(1), d.k);
-        // Each operand is a stack of matrices; broadcasting picks which matrix a batch reads.
-        let a_mats = source_offsets(&d.a_batch, &batch);
-        let b_mats = source_offsets(&d.b_batch, &batch);
-        let mut out = Vec::with_capacity(a_mats.len() * m * n);
-        for (am, bm) in a_mats.iter().zip(&b_mats) {
-            let (a0, b0) = (am * m * k, bm * k * n);
-            for i in 0..m {
-                for j in 0..n {
-                    let acc: f64 = (0..k)
-                        .map(|p| a.get_f64(a0 + i * k + p) * b.get_f64(b0 + p * n + j))
-                        .sum();
-                    out.push(acc);
-                }
-            }
-        }
-        let mut shape = batch;
-        shape.extend(d.m);
-        shape.extend(d.n);
-        Ok(vec![Tensor::from_f64(a.dtype(), shape, &out)])
+        let (values, shape) = product_values("MatMul", (a, 0.0), (b, 0.0))?;
+        Ok(vec![Tensor::from_f64(a.dtype(), shape, &values)])
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
         let (a, a_desc) = ctx.input(0)?.clone();
         let (b, b_desc) = ctx.input(1)?.clone();
         let (y, y_desc) = ctx.output(0)?.clone();
-        let d = split(&a_desc.shape, &b_desc.shape)?;
-        fill_map(
+        let operand = |name, desc: &DataDesc| Operand {
+            name,
+            shape: desc.shape.clone(),
+            zero_point: None,
+        };
+        append_product(
             ctx.b,
-            &format!("{}_init", ctx.label),
-            &y,
-            &y_desc.shape,
-            0.0,
-        );
-
-        let (mut params, idx) = params_over("i", &y_desc.shape);
-        let nb = y_desc.shape.len() - usize::from(d.m.is_some()) - usize::from(d.n.is_some());
-        let k = SymExpr::sym("k");
-        let mut a_idx = source_index(&d.a_batch, &idx[..nb]);
-        let mut b_idx = source_index(&d.b_batch, &idx[..nb]);
-        let mut rest = idx[nb..].iter().cloned();
-        if d.m.is_some() {
-            a_idx.extend(rest.next());
-        }
-        a_idx.push(k.clone());
-        b_idx.push(k);
-        b_idx.extend(rest.next());
-        params.push(("k".to_string(), Range::upto(d.k)));
-        let reads = vec![Read::new("a", &a, a_idx), Read::new("b", &b, b_idx)];
-        let value = TExpr::binary(BinOp::Mul, TExpr::input("a"), TExpr::input("b"));
-        let label = format!("{}_acc", ctx.label);
-        element_map(
-            ctx.b,
-            &label,
-            &params,
-            reads,
-            (&y, idx),
-            Some(Wcr::Sum),
-            value,
-        );
-        Ok(())
+            &ctx.label,
+            [operand(&a, &a_desc), operand(&b, &b_desc)],
+            (&y, &y_desc.shape),
+        )
     }
 
     fn flops(&self, _: &LibraryNode, inputs: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {

@@ -24,10 +24,13 @@ pub mod expand;
 pub mod flops;
 mod generate;
 mod groupnorm;
+mod hardmax;
 mod heads;
 mod identity;
 mod index;
 pub mod logic;
+mod loss;
+mod lpnorm;
 mod math;
 mod matmul;
 mod mean;
@@ -35,8 +38,12 @@ mod mish;
 mod modulo;
 mod movement;
 mod norm;
+mod onehot;
 mod pad;
 mod pool;
+mod prelu;
+mod qmatmul;
+mod quantize;
 mod reduce;
 mod replicate;
 mod resize;
@@ -46,6 +53,7 @@ mod scatter;
 mod shape;
 mod slice;
 mod softmax;
+mod space_depth;
 mod support;
 mod topk;
 pub mod versions;
@@ -159,6 +167,17 @@ impl ExpandCtx<'_, '_> {
             .ok_or_else(|| OpError::shape(&self.node.op, format!("missing output {i}")))
     }
 
+    /// The types of the inputs (`None` for absent ones), for the checks `infer` makes.
+    pub fn input_types(&self) -> Vec<Option<TensorType>> {
+        self.inputs
+            .iter()
+            .map(|i| {
+                i.as_ref()
+                    .map(|(_, d)| TensorType::new(d.dtype, d.shape.clone()))
+            })
+            .collect()
+    }
+
     /// Constant value of input `i`, if it is a known constant.
     pub fn constant_input(&self, i: usize) -> Option<&Tensor> {
         let (name, _) = self.inputs.get(i)?.as_ref()?;
@@ -232,17 +251,24 @@ pub fn all() -> Vec<&'static dyn Operator> {
         elementwise::OPS,
         generate::OPS,
         groupnorm::OPS,
+        hardmax::OPS,
         identity::OPS,
         index::OPS,
         logic::OPS,
+        loss::OPS,
+        lpnorm::OPS,
         math::OPS,
         matmul::OPS,
         mean::OPS,
         mish::OPS,
         modulo::OPS,
         norm::OPS,
+        onehot::OPS,
         pad::OPS,
         pool::OPS,
+        prelu::OPS,
+        qmatmul::OPS,
+        quantize::OPS,
         reduce::OPS,
         replicate::OPS,
         resize::OPS,
@@ -252,6 +278,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         shape::OPS,
         slice::OPS,
         softmax::OPS,
+        space_depth::OPS,
         topk::OPS,
     ] {
         v.extend_from_slice(family);

@@ -1,6 +1,6 @@
-//! Pooling: MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool.
+//! Pooling: MaxPool, AveragePool, LpPool, GlobalMaxPool and GlobalAveragePool.
 //!
-//! All four are one operator shape — reduce a sliding window over the spatial axes of an NC…
+//! All five are one operator shape — reduce a sliding window over the spatial axes of an NC…
 //! tensor — and differ only in where the window comes from (attributes, or the whole spatial
 //! extent) and in what they reduce, so one [`Pool`] value describes each.
 
@@ -12,7 +12,9 @@ use super::window::{
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::{In, Out};
-use crate::ir::{BinOp, DType, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, Wcr};
+use crate::ir::{
+    BinOp, DType, LibraryNode, Range, Schedule, Subset, SymExpr, TExpr, Tensor, UnOp, Wcr,
+};
 
 pub static OPS: &[&dyn Operator] = &[
     &Pool {
@@ -23,6 +25,11 @@ pub static OPS: &[&dyn Operator] = &[
     &Pool {
         name: "AveragePool",
         reduce: Reduce::Average,
+        global: false,
+    },
+    &Pool {
+        name: "LpPool",
+        reduce: Reduce::Lp,
         global: false,
     },
     &Pool {
@@ -45,6 +52,9 @@ enum Reduce {
     /// The mean: the sum of the elements inside the input divided by the number of elements
     /// inside the input, or with `count_include_pad = 1` inside the padded input.
     Average,
+    /// The `p`-norm `(Σ |x|^p)^(1/p)` of the elements inside the input (attribute `p`, default
+    /// 2); padding contributes 0.
+    Lp,
 }
 
 /// A pooling operator.
@@ -139,12 +149,27 @@ impl Pool {
         !self.global && self.reduce == Reduce::Max
     }
 
+    /// LpPool's exponent `p` (a positive integer, default 2); 1 for the other pools.
+    fn power(&self, node: &LibraryNode) -> Result<i64, OpError> {
+        if self.reduce != Reduce::Lp {
+            return Ok(1);
+        }
+        match node.int("p").unwrap_or(2) {
+            p if p >= 1 => Ok(p),
+            p => Err(OpError::attr(
+                self.name,
+                "p",
+                format!("must be positive, got {p}"),
+            )),
+        }
+    }
+
     /// The value a padded position contributes, which is also the reduction's identity: for an
     /// integer max the type's minimum (integer stores wrap, so `-inf` would not survive them).
     fn identity(&self, dtype: DType) -> f64 {
         match self.reduce {
             Reduce::Max => dtype.int_range().map_or(f64::NEG_INFINITY, |(lo, _)| lo),
-            Reduce::Average => 0.0,
+            Reduce::Average | Reduce::Lp => 0.0,
         }
     }
 
@@ -177,10 +202,11 @@ impl Operator for Pool {
     ) -> Result<Vec<TensorType>, OpError> {
         let x = match self.reduce {
             Reduce::Max => max_pool_input(self.name, inputs)?,
-            Reduce::Average => float_input(self.name, inputs, 0, "input X")?,
+            Reduce::Average | Reduce::Lp => float_input(self.name, inputs, 0, "input X")?,
         };
         let window = self.window(node, &x.shape)?;
         self.include_pad(node)?;
+        self.power(node)?;
         let y = TensorType::new(x.dtype, self.output_shape(&x.shape, &window));
         let mut out = vec![y.clone()];
         if self.indices_order(node)?.is_some() {
@@ -194,6 +220,7 @@ impl Operator for Pool {
         let window = self.window(node, &sym_shape(&x.shape))?;
         let include_pad = self.include_pad(node)?;
         let order = self.indices_order(node)?;
+        let p = self.power(node)?;
         let axes = window.concrete(self.name)?;
         let out_spatial: Vec<usize> = axes.iter().map(|a| a.output as usize).collect();
         let kernel: Vec<usize> = axes.iter().map(|a| a.kernel as usize).collect();
@@ -220,6 +247,7 @@ impl Operator for Pool {
                                 acc = match self.reduce {
                                     Reduce::Max => acc.max(v),
                                     Reduce::Average => acc + v,
+                                    Reduce::Lp => acc + v.abs().powi(p as i32),
                                 };
                                 count += 1;
                             }
@@ -230,6 +258,7 @@ impl Operator for Pool {
                     y.push(match self.reduce {
                         Reduce::Max => acc,
                         Reduce::Average => acc / count as f64,
+                        Reduce::Lp => acc.powf(1.0 / p as f64),
                     });
                     // A window wholly in the padding has no source: ONNX's reference says -1.
                     argmax.push(first_max.map_or(-1.0, |i| i as f64));
@@ -250,17 +279,19 @@ impl Operator for Pool {
     /// An init map writing the identity, a reduction map over `(n, c, o…, k…)` with a max or sum
     /// write-conflict (padded positions read a clamped element and contribute the identity
     /// through a select), and for averages a map dividing the sums by the window's divisor,
-    /// which is an index expression when windows differ in size.
+    /// which is an index expression when windows differ in size; LpPool sums `|x|^p` and takes
+    /// the `p`-th root in that last map.
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
         let order = self.indices_order(ctx.node)?;
         let (x, xd) = ctx.input(0)?.clone();
         let (y, yd) = ctx.output(0)?.clone();
         let window = self.window(ctx.node, &xd.shape)?;
         let include_pad = self.include_pad(ctx.node)?;
+        let p = self.power(ctx.node)?;
         let label = ctx.label.clone();
         let (wcr, target) = match self.reduce {
             Reduce::Max => (Wcr::Max, y.clone()),
-            Reduce::Average => (
+            Reduce::Average | Reduce::Lp => (
                 Wcr::Sum,
                 ctx.b
                     .transient(&format!("{label}_sum"), xd.dtype, yd.shape.clone()),
@@ -308,13 +339,20 @@ impl Operator for Pool {
         let nc = [SymExpr::sym("n"), SymExpr::sym("c")];
         let x_idx = nc.clone().into_iter().chain(x_spatial);
         let t_idx = nc.into_iter().chain(outs);
-        let value = match inside {
-            Some(cond) => TExpr::select(
-                cond,
-                TExpr::input("x"),
-                TExpr::Const(self.identity(xd.dtype)),
+        let xv = TExpr::input("x");
+        let term = match (self.reduce, p) {
+            (Reduce::Lp, 1) => TExpr::unary(UnOp::Abs, xv),
+            (Reduce::Lp, 2) => TExpr::binary(BinOp::Mul, xv.clone(), xv),
+            (Reduce::Lp, p) => TExpr::binary(
+                BinOp::Pow,
+                TExpr::unary(UnOp::Abs, xv),
+                TExpr::Const(p as f64),
             ),
-            None => TExpr::input("x"),
+            _ => xv,
+        };
+        let value = match inside {
+            Some(cond) => TExpr::select(cond, term, TExpr::Const(self.identity(xd.dtype))),
+            None => term,
         };
         let params_ref = red_params
             .iter()
@@ -336,11 +374,18 @@ impl Operator for Pool {
         if let Some(column) = order {
             indices::append(ctx, &window, &red_params, column)?;
         }
-        if self.reduce == Reduce::Average {
+        if self.reduce != Reduce::Max {
             let divisor = window.divisor(&idx[2..], include_pad);
             let divisor = match divisor.as_int() {
                 Some(v) => TExpr::Const(v as f64),
                 None => TExpr::Index(divisor),
+            };
+            let sum = TExpr::input("s");
+            let value = match (self.reduce, p) {
+                (Reduce::Average, _) => TExpr::binary(BinOp::Div, sum, divisor),
+                (_, 1) => sum,
+                (_, 2) => TExpr::unary(UnOp::Sqrt, sum),
+                (_, p) => TExpr::binary(BinOp::Pow, sum, TExpr::Const(1.0 / p as f64)),
             };
             let params_ref = params
                 .iter()
@@ -352,15 +397,9 @@ impl Operator for Pool {
                 Schedule::Sequential,
                 |b| {
                     b.tasklet(
-                        "mean",
+                        "finish",
                         vec![In("s", &target, Subset::element(idx.clone()))],
-                        vec![Out(
-                            "y",
-                            &y,
-                            Subset::element(idx.clone()),
-                            None,
-                            TExpr::binary(BinOp::Div, TExpr::input("s"), divisor),
-                        )],
+                        vec![Out("y", &y, Subset::element(idx.clone()), None, value)],
                     );
                 },
             );
@@ -392,8 +431,7 @@ impl Operator for Pool {
         else {
             return 0;
         };
-        let per_output =
-            kernel.iter().product::<usize>() + usize::from(self.reduce == Reduce::Average);
+        let per_output = kernel.iter().product::<usize>() + usize::from(self.reduce != Reduce::Max);
         (outs.iter().product::<usize>() * per_output) as u64
     }
 }

@@ -13,7 +13,8 @@ use super::support::{
     arg, element_map, fill_map, input_type, params_over, require_float, resolve_axis, Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, LibraryNode, SymExpr, TExpr, Tensor, UnOp, Wcr};
+use crate::ir::build::ScopeBuilder;
+use crate::ir::{BinOp, DataDesc, LibraryNode, SymExpr, TExpr, Tensor, UnOp, Wcr};
 
 pub static OPS: &[&dyn Operator] = &[&SOFTMAX, &LOG_SOFTMAX];
 
@@ -35,22 +36,44 @@ pub struct Softmax {
 /// First opset with single-axis semantics.
 const SINGLE_AXIS_OPSET: i64 = 13;
 
+/// The block of axes `[first, end)` one normalisation group of `op` spans (Softmax,
+/// LogSoftmax, Hardmax: one axis from opset 13, all axes from `axis` before).
+pub(super) fn group_axes(
+    op: &str,
+    node: &LibraryNode,
+    rank: usize,
+) -> Result<(usize, usize), OpError> {
+    if rank == 0 {
+        return Err(OpError::shape(op, "input must have rank at least 1"));
+    }
+    let legacy = node.int("opset").is_some_and(|v| v < SINGLE_AXIS_OPSET);
+    let default = if legacy { 1 } else { -1 };
+    let axis = resolve_axis(op, "axis", node.int("axis").unwrap_or(default), rank, false)?;
+    Ok((axis, if legacy { rank } else { axis + 1 }))
+}
+
+/// The shape of per-group statistics (the group's axes kept with extent 1) and, for the element
+/// at `idx`, its group's statistics index (0 on those axes).
+pub(super) fn group_stats(
+    shape: &[SymExpr],
+    idx: &[SymExpr],
+    (first, end): (usize, usize),
+) -> (Vec<SymExpr>, Vec<SymExpr>) {
+    let in_group = |d: usize| (first..end).contains(&d);
+    let stat = |v: &[SymExpr], on_group: i64| -> Vec<SymExpr> {
+        (0..v.len())
+            .map(|d| match in_group(d) {
+                true => SymExpr::Int(on_group),
+                false => v[d].clone(),
+            })
+            .collect()
+    };
+    (stat(shape, 1), stat(idx, 0))
+}
+
 impl Softmax {
-    /// The block of axes `[first, end)` one normalisation group spans.
     fn axes(&self, node: &LibraryNode, rank: usize) -> Result<(usize, usize), OpError> {
-        if rank == 0 {
-            return Err(OpError::shape(self.name, "input must have rank at least 1"));
-        }
-        let legacy = node.int("opset").is_some_and(|v| v < SINGLE_AXIS_OPSET);
-        let default = if legacy { 1 } else { -1 };
-        let axis = resolve_axis(
-            self.name,
-            "axis",
-            node.int("axis").unwrap_or(default),
-            rank,
-            false,
-        )?;
-        Ok((axis, if legacy { rank } else { axis + 1 }))
+        group_axes(self.name, node, rank)
     }
 }
 
@@ -78,105 +101,16 @@ impl Operator for Softmax {
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let x = arg(self.name, inputs, 0)?;
-        let (first, end) = self.axes(node, x.shape.len())?;
-        let outer: usize = x.shape[..first].iter().product();
-        let group: usize = x.shape[first..end].iter().product();
-        let inner: usize = x.shape[end..].iter().product();
-        let mut out = vec![0.0; x.len()];
-        for o in 0..outer {
-            for i in 0..inner {
-                let at = |r: usize| (o * group + r) * inner + i;
-                let max = (0..group)
-                    .map(|r| x.get_f64(at(r)))
-                    .fold(f64::NEG_INFINITY, f64::max);
-                let sum: f64 = (0..group).map(|r| (x.get_f64(at(r)) - max).exp()).sum();
-                for r in 0..group {
-                    let shifted = x.get_f64(at(r)) - max;
-                    out[at(r)] = if self.log {
-                        shifted - sum.ln()
-                    } else {
-                        shifted.exp() / sum
-                    };
-                }
-            }
-        }
+        let axes = self.axes(node, x.shape.len())?;
+        let out = softmax_values(x, axes, self.log);
         Ok(vec![Tensor::from_f64(x.dtype(), x.shape.clone(), &out)])
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
         let (x, desc) = ctx.input(0)?.clone();
         let (y, _) = ctx.output(0)?.clone();
-        let (first, end) = self.axes(ctx.node, desc.shape.len())?;
-        let in_group = |d: usize| (first..end).contains(&d);
-        // Per-group statistics keep the reduced axes with extent 1, read at index 0.
-        let stat_shape: Vec<SymExpr> = (0..desc.shape.len())
-            .map(|d| match in_group(d) {
-                true => SymExpr::Int(1),
-                false => desc.shape[d].clone(),
-            })
-            .collect();
-        let (params, idx) = params_over("i", &desc.shape);
-        let stat_idx: Vec<SymExpr> = (0..idx.len())
-            .map(|d| match in_group(d) {
-                true => SymExpr::Int(0),
-                false => idx[d].clone(),
-            })
-            .collect();
-        let label = ctx.label.clone();
-        let max = ctx
-            .b
-            .transient(&format!("{label}_max"), desc.dtype, stat_shape.clone());
-        let sum = ctx
-            .b
-            .transient(&format!("{label}_sum"), desc.dtype, stat_shape.clone());
-        let xi = || Read::new("x", &x, idx.clone());
-        let mi = || Read::new("m", &max, stat_idx.clone());
-        let shifted = || TExpr::binary(BinOp::Sub, TExpr::input("x"), TExpr::input("m"));
-
-        let b = &mut *ctx.b;
-        fill_map(
-            b,
-            &format!("{label}_max_init"),
-            &max,
-            &stat_shape,
-            f64::from(Wcr::Max.identity()),
-        );
-        element_map(
-            b,
-            &format!("{label}_max"),
-            &params,
-            vec![xi()],
-            (&max, stat_idx.clone()),
-            Some(Wcr::Max),
-            TExpr::input("x"),
-        );
-        fill_map(b, &format!("{label}_sum_init"), &sum, &stat_shape, 0.0);
-        element_map(
-            b,
-            &format!("{label}_sum"),
-            &params,
-            vec![xi(), mi()],
-            (&sum, stat_idx.clone()),
-            Some(Wcr::Sum),
-            TExpr::unary(UnOp::Exp, shifted()),
-        );
-        let value = if self.log {
-            let log_sum = TExpr::unary(UnOp::Log, TExpr::input("s"));
-            TExpr::binary(BinOp::Sub, shifted(), log_sum)
-        } else {
-            let e = TExpr::unary(UnOp::Exp, shifted());
-            TExpr::binary(BinOp::Div, e, TExpr::input("s"))
-        };
-        let reads = vec![xi(), mi(), Read::new("s", &sum, stat_idx)];
-        element_map(
-            b,
-            &format!("{label}_norm"),
-            &params,
-            reads,
-            (&y, idx),
-            None,
-            value,
-        );
+        let axes = self.axes(ctx.node, desc.shape.len())?;
+        append_softmax(ctx.b, &ctx.label, (&x, &desc), &y, axes, self.log);
         Ok(())
     }
 
@@ -188,4 +122,93 @@ impl Operator for Softmax {
             .map(|s| 7 * s.iter().product::<usize>() as u64)
             .sum()
     }
+}
+
+/// The reference (log-)softmax of `x`, in `f64`, over the block of axes `[first, end)`.
+pub(super) fn softmax_values(x: &Tensor, (first, end): (usize, usize), log: bool) -> Vec<f64> {
+    let outer: usize = x.shape[..first].iter().product();
+    let group: usize = x.shape[first..end].iter().product();
+    let inner: usize = x.shape[end..].iter().product();
+    let mut out = vec![0.0; x.len()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |r: usize| (o * group + r) * inner + i;
+            let max = (0..group)
+                .map(|r| x.get_f64(at(r)))
+                .fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = (0..group).map(|r| (x.get_f64(at(r)) - max).exp()).sum();
+            for r in 0..group {
+                let shifted = x.get_f64(at(r)) - max;
+                out[at(r)] = if log {
+                    shifted - sum.ln()
+                } else {
+                    shifted.exp() / sum
+                };
+            }
+        }
+    }
+    out
+}
+
+/// Appends the three passes writing the (log-)softmax of `x` over the axes `[first, end)` to
+/// `y` (of `x`'s shape); the per-group max and sum are transients of `x`'s type.
+pub(super) fn append_softmax(
+    b: &mut ScopeBuilder,
+    label: &str,
+    (x, desc): (&str, &DataDesc),
+    y: &str,
+    (first, end): (usize, usize),
+    log: bool,
+) {
+    let (params, idx) = params_over("i", &desc.shape);
+    let (stat_shape, stat_idx) = group_stats(&desc.shape, &idx, (first, end));
+    let max = b.transient(&format!("{label}_max"), desc.dtype, stat_shape.clone());
+    let sum = b.transient(&format!("{label}_sum"), desc.dtype, stat_shape.clone());
+    let xi = || Read::new("x", x, idx.clone());
+    let mi = || Read::new("m", &max, stat_idx.clone());
+    let shifted = || TExpr::binary(BinOp::Sub, TExpr::input("x"), TExpr::input("m"));
+
+    fill_map(
+        b,
+        &format!("{label}_max_init"),
+        &max,
+        &stat_shape,
+        f64::from(Wcr::Max.identity()),
+    );
+    element_map(
+        b,
+        &format!("{label}_max"),
+        &params,
+        vec![xi()],
+        (&max, stat_idx.clone()),
+        Some(Wcr::Max),
+        TExpr::input("x"),
+    );
+    fill_map(b, &format!("{label}_sum_init"), &sum, &stat_shape, 0.0);
+    element_map(
+        b,
+        &format!("{label}_sum"),
+        &params,
+        vec![xi(), mi()],
+        (&sum, stat_idx.clone()),
+        Some(Wcr::Sum),
+        TExpr::unary(UnOp::Exp, shifted()),
+    );
+    let value = if log {
+        let log_sum = TExpr::unary(UnOp::Log, TExpr::input("s"));
+        TExpr::binary(BinOp::Sub, shifted(), log_sum)
+    } else {
+        let e = TExpr::unary(UnOp::Exp, shifted());
+        TExpr::binary(BinOp::Div, e, TExpr::input("s"))
+    };
+    let reads = vec![xi(), mi(), Read::new("s", &sum, stat_idx)];
+    element_map(
+        b,
+        &format!("{label}_norm"),
+        &params,
+        reads,
+        (y, idx),
+        None,
+        value,
+    );
 }

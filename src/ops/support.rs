@@ -124,6 +124,14 @@ pub fn sym_shape(shape: &[usize]) -> Vec<SymExpr> {
     shape.iter().map(|&d| SymExpr::from(d)).collect()
 }
 
+/// The types of concrete input tensors, so that `eval` can run the checks `infer` makes.
+pub fn types_of(inputs: &[Option<&Tensor>]) -> Vec<Option<TensorType>> {
+    inputs
+        .iter()
+        .map(|t| t.map(|t| TensorType::new(t.dtype(), sym_shape(&t.shape))))
+        .collect()
+}
+
 /// The row-major multi-index of element `linear` in `shape`.
 pub fn unravel(mut linear: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];
@@ -134,6 +142,14 @@ pub fn unravel(mut linear: usize, shape: &[usize]) -> Vec<usize> {
         }
     }
     idx
+}
+
+/// The offsets of the first elements of the lines of a tensor of `len` elements along an axis
+/// (or a block of axes) of `group` elements followed by `inner` elements: line `s` holds
+/// `s, s + inner, …, s + (group − 1)·inner`.
+pub fn line_starts(len: usize, group: usize, inner: usize) -> impl Iterator<Item = usize> {
+    let outer = len.checked_div(group * inner).unwrap_or(0);
+    (0..outer).flat_map(move |o| (0..inner).map(move |i| o * group * inner + i))
 }
 
 /// The row-major offset of `idx` given `strides`.

@@ -1,4 +1,4 @@
-//! MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool.
+//! MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool.
 
 use crate::{
     assert_close, attr_error, attrs, eval, expansion_agrees, infer, ints, s, shape_error, t, ty,
@@ -140,6 +140,59 @@ fn averagepool_by_hand() {
         );
         expansion_agrees("AveragePool", &a, &[Some(&[1, 1, 5])], &[]);
     }
+}
+
+/// LpPool: `(Σ |x|^p)^(1/p)` over each window; padding adds nothing (it is not averaged in).
+#[test]
+fn lppool_by_hand() {
+    let x = t(&[1, 1, 4], &[3., -4., 0., 1.]);
+    let a = |p: i64| vec![("kernel_shape", ints(&[2])), ("p", Attr::Int(p))];
+    assert_close(
+        &eval("LpPool", &a(2), &[Some(&x)]),
+        &[1, 1, 3],
+        &[5., 4., 1.],
+    );
+    assert_close(
+        &eval("LpPool", &a(1), &[Some(&x)]),
+        &[1, 1, 3],
+        &[7., 4., 1.],
+    );
+    let cube = 9f64.cbrt();
+    assert_close(
+        &eval("LpPool", &a(3), &[Some(&t(&[1, 1, 2], &[1., 2.]))]),
+        &[1, 1, 1],
+        &[cube],
+    );
+    // Default p = 2, a padded border and a stride.
+    let padded = [
+        ("kernel_shape", ints(&[3])),
+        ("pads", ints(&[1, 1])),
+        ("strides", ints(&[2])),
+    ];
+    assert_close(
+        &eval("LpPool", &padded, &[Some(&x)]),
+        &[1, 1, 2],
+        &[5., (16f64 + 1.).sqrt()],
+    );
+    attr_error(
+        infer(
+            "LpPool",
+            &[("kernel_shape", ints(&[2])), ("p", Attr::Int(0))],
+            &[Some(ty(&[1, 1, 4]))],
+        ),
+        "p",
+    );
+    for p in [1, 2, 3] {
+        let mut a = a(p);
+        a.push(("pads", ints(&[1, 0])));
+        expansion_agrees("LpPool", &a, &[Some(&[2, 3, 5])], &[]);
+    }
+    let a = [
+        ("kernel_shape", ints(&[2, 3])),
+        ("dilations", ints(&[2, 1])),
+        ("auto_pad", s("SAME_UPPER")),
+    ];
+    expansion_agrees("LpPool", &a, &[Some(&[1, 2, 5, 4])], &[]);
 }
 
 #[test]

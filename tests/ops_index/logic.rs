@@ -118,8 +118,11 @@ fn not_and_or_follow_truth_tables() {
         eval1("Not", &[], &[&a]),
         bools(&[4], &[true, true, false, false])
     );
+    assert_eq!(eval1("Xor", &[], &[&a, &b]), expect(|x, y| x != y));
     let got = run_expanded("Or", &[], &[&a, &b], &[]);
     assert_eq!(got[0], expect(|x, y| x || y));
+    let got = run_expanded("Xor", &[], &[&a, &b], &[]);
+    assert_eq!(got[0], expect(|x, y| x != y));
     let t = infer(
         "And",
         &[],
@@ -148,6 +151,49 @@ fn not_and_or_follow_truth_tables() {
         "Or",
         &[],
         &[ty(DType::Bool, &[1]), ty(DType::Bool, &[5])],
+        &[],
+    );
+    check_expansion(
+        "Xor",
+        &[],
+        &[ty(DType::Bool, &[3, 1]), ty(DType::Bool, &[1, 4])],
+        &[],
+    );
+}
+
+#[test]
+fn prelu_scales_negative_values_by_the_broadcast_slope() {
+    let x = f32s(&[2, 3], &[-1.0, 2.0, -3.0, 0.0, -2.0, 4.0]);
+    let slope = f32s(&[3], &[0.5, 10.0, 2.0]);
+    let y = eval1("PRelu", &[], &[&x, &slope]);
+    assert_eq!(y.to_f64_vec(), vec![-0.5, 2.0, -6.0, 0.0, -20.0, 4.0]);
+    let got = run_expanded("PRelu", &[], &[&x, &slope], &[]);
+    assert_eq!(got[0].to_f64_vec(), y.to_f64_vec());
+    // The slope broadcasts to X, never X to the slope.
+    let msg = infer_err(
+        "PRelu",
+        &[],
+        &[ty(DType::F32, &[3]), ty(DType::F32, &[2, 3])],
+        &[],
+    );
+    assert!(msg.contains("slope"), "{msg}");
+    let msg = infer_err(
+        "PRelu",
+        &[],
+        &[ty(DType::F32, &[3]), ty(DType::F64, &[3])],
+        &[],
+    );
+    assert!(msg.contains("type"), "{msg}");
+    check_expansion(
+        "PRelu",
+        &[],
+        &[ty(DType::F32, &[2, 3, 1, 4]), ty(DType::F32, &[3, 1, 1])],
+        &[],
+    );
+    check_expansion(
+        "PRelu",
+        &[],
+        &[ty(DType::I32, &[5]), ty(DType::I32, &[1])],
         &[],
     );
 }

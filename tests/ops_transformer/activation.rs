@@ -68,6 +68,23 @@ fn parameterised_activations_use_defaults_and_attributes() {
         &[0.5],
     );
     check("HardSwish", &[], &[3.0, -3.0, 1.0], &[3.0, 0.0, 2.0 / 3.0]);
+    // Celu with α = 2: 2·(e^(x/2) − 1) below zero; e^(−ln 2) = 1/2.
+    let celu2 = [("alpha", Attr::Float(2.0))];
+    check("Celu", &celu2, &[-2.0 * LN_2 as f32, 1.5], &[-1.0, 1.5]);
+    check("Celu", &[], &[-(LN_2 as f32), 0.0], &[-0.5, 0.0]);
+    // ThresholdedRelu keeps only values strictly above α.
+    check("ThresholdedRelu", &[], &[1.0, 1.5, -3.0], &[0.0, 1.5, 0.0]);
+    let a = [("alpha", Attr::Float(-1.0))];
+    check("ThresholdedRelu", &a, &[-0.5, -2.0], &[-0.5, 0.0]);
+    check(
+        "Shrink",
+        &[],
+        &[-1.0, -0.5, 0.25, 0.5, 2.0],
+        &[-1.0, 0.0, 0.0, 0.0, 2.0],
+    );
+    let a = [("lambd", Attr::Float(1.0)), ("bias", Attr::Float(0.5))];
+    check("Shrink", &a, &[-2.0, 0.5, 3.0], &[-1.5, 0.0, 2.5]);
+    check("Softsign", &[], &[1.0, -3.0, 0.0], &[0.5, -0.75, 0.0]);
 }
 
 #[test]
@@ -143,6 +160,10 @@ fn expansions_match_reference_on_awkward_shapes() {
         "Softplus",
         "Gelu",
         "Clip",
+        "Celu",
+        "ThresholdedRelu",
+        "Shrink",
+        "Softsign",
     ];
     let shapes: [&[i64]; 3] = [&[2, 1, 3], &[5], &[]];
     for op in ops {
@@ -150,7 +171,13 @@ fn expansions_match_reference_on_awkward_shapes() {
             check_expansion(op, &[], &[Some(ty(shape))], &[]);
         }
     }
-    let variants: [(&str, Vec<(&str, Attr)>); 6] = [
+    let variants: [(&str, Vec<(&str, Attr)>); 9] = [
+        ("Celu", vec![("alpha", Attr::Float(0.5))]),
+        ("ThresholdedRelu", vec![("alpha", Attr::Float(-0.5))]),
+        (
+            "Shrink",
+            vec![("lambd", Attr::Float(0.25)), ("bias", Attr::Float(1.5))],
+        ),
         ("LeakyRelu", vec![("alpha", Attr::Float(0.3))]),
         ("Elu", vec![("alpha", Attr::Float(0.7))]),
         (

@@ -1,6 +1,6 @@
 use super::{assert_close, check_expansion, eval, eval1, infer, infer_err, sym_ty, t, ty};
 use dmove::ir::{Attr, DType, LibraryNode, SymExpr, Tensor};
-use dmove::ops::lookup;
+use dmove::ops::{lookup, TensorType};
 
 /// Naive product of row-major `a` (m×k) and `b` (k×n).
 fn product(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
@@ -184,5 +184,126 @@ fn gemm_expansions_match_reference() {
         &[("transB", Attr::Int(1))],
         &[Some(ty(&[2, 3])), Some(ty(&[4, 3])), Some(ty(&[4]))],
         &[None, Some(weights)],
+    );
+}
+
+/// A tensor of integers of `dtype`.
+fn q(dtype: DType, shape: &[usize], values: &[f64]) -> Tensor {
+    Tensor::from_f64(dtype, shape.to_vec(), values)
+}
+
+#[test]
+fn matmul_integer_subtracts_zero_points_exactly() {
+    use DType::U8;
+    let a = q(
+        U8,
+        &[4, 3],
+        &[11., 7., 3., 10., 6., 2., 9., 5., 1., 8., 4., 0.],
+    );
+    let b = q(U8, &[3, 2], &[1., 4., 2., 5., 3., 6.]);
+    let (a0, b0) = (q(U8, &[1], &[12.]), q(U8, &[1], &[0.]));
+    let y = eval(
+        "MatMulInteger",
+        &[],
+        &[Some(&a), Some(&b), Some(&a0), Some(&b0)],
+    )
+    .remove(0);
+    assert_eq!(y.dtype(), DType::I32);
+    let want = [-38., -83., -44., -98., -50., -113., -56., -128.];
+    assert_eq!(y.to_f64_vec(), want);
+    // Without zero points it is the plain product.
+    let y = eval1("MatMulInteger", &[], &[&a, &b]);
+    assert_eq!(y.to_f64_vec()[..2], [34., 97.]);
+}
+
+#[test]
+fn qlinear_matmul_requantizes_like_onnx() {
+    use DType::{F32, U8};
+    let a = q(U8, &[2, 4], &[208., 236., 0., 238., 3., 214., 255., 29.]);
+    let b = q(
+        U8,
+        &[4, 3],
+        &[
+            152., 51., 244., 60., 26., 255., 0., 127., 246., 127., 254., 247.,
+        ],
+    );
+    let s = |v: f64| q(F32, &[1], &[v]);
+    let z = |v: f64| q(U8, &[1], &[v]);
+    let inputs = [
+        a,
+        s(0.0066),
+        z(113.),
+        b,
+        s(0.00705),
+        z(114.),
+        s(0.0107),
+        z(118.),
+    ];
+    let refs: Vec<Option<&Tensor>> = inputs.iter().map(Some).collect();
+    let y = eval("QLinearMatMul", &[], &refs).remove(0);
+    assert_eq!(y.dtype(), U8);
+    assert_eq!(y.to_f64_vec(), vec![168., 115., 255., 1., 66., 151.]);
+}
+
+#[test]
+fn quantized_products_check_operands_and_expand() {
+    use DType::{F32, I8, U8};
+    let typed = |d, s: &[i64]| {
+        Some(TensorType::new(
+            d,
+            s.iter().map(|&v| SymExpr::Int(v)).collect(),
+        ))
+    };
+    let msg = infer_err(
+        "MatMulInteger",
+        &[],
+        &[typed(F32, &[2, 3]), typed(U8, &[3, 2])],
+    );
+    assert!(msg.contains("int8 or uint8"), "{msg}");
+    let msg = infer_err(
+        "MatMulInteger",
+        &[],
+        &[typed(U8, &[2, 3]), typed(U8, &[3, 2]), typed(U8, &[2])],
+    );
+    assert!(msg.contains("per-row"), "{msg}");
+    let msg = infer_err(
+        "MatMulInteger",
+        &[],
+        &[typed(U8, &[2, 3]), typed(U8, &[3, 2]), typed(I8, &[1])],
+    );
+    assert!(msg.contains("a_zero_point has type"), "{msg}");
+    let zp = typed(I8, &[1]);
+    check_expansion(
+        "MatMulInteger",
+        &[],
+        &[
+            typed(I8, &[2, 3, 5]),
+            typed(I8, &[5, 4]),
+            zp.clone(),
+            zp.clone(),
+        ],
+        &[],
+    );
+    check_expansion(
+        "MatMulInteger",
+        &[],
+        &[typed(U8, &[7]), typed(U8, &[3, 7, 2])],
+        &[],
+    );
+    let s = typed(F32, &[]);
+    check_expansion(
+        "QLinearMatMul",
+        &[],
+        &[
+            typed(I8, &[2, 1, 3, 4]),
+            s.clone(),
+            zp.clone(),
+            typed(I8, &[5, 4, 2]),
+            s.clone(),
+            zp.clone(),
+            s,
+            typed(U8, &[1]),
+        ],
+        &[],
     );
 }

@@ -201,3 +201,28 @@ fn rms_normalization_checks_and_expands() {
         &[("B", 3)],
     );
 }
+
+#[test]
+fn lp_normalization_divides_by_the_l1_or_l2_norm() {
+    let x = t(&[2, 2], &[3.0, -4.0, 0.0, 0.0]);
+    // The default is p = 2 along the last axis; a zero norm gives zeros, not NaN.
+    assert_close(
+        &eval1("LpNormalization", &[], &[&x]),
+        &[2, 2],
+        &[0.6, -0.8, 0.0, 0.0],
+    );
+    let l1 = [("p", Attr::Int(1)), ("axis", Attr::Int(0))];
+    assert_close(
+        &eval1("LpNormalization", &l1, &[&x]),
+        &[2, 2],
+        &[1.0, -1.0, 0.0, 0.0],
+    );
+    let msg = infer_err("LpNormalization", &[("p", Attr::Int(3))], &[Some(ty(&[2]))]);
+    assert!(msg.contains("1 or 2"), "{msg}");
+    for p in [1, 2] {
+        for axis in [0, -2] {
+            let a = [("p", Attr::Int(p)), ("axis", Attr::Int(axis))];
+            check_expansion("LpNormalization", &a, &[Some(ty(&[3, 4, 1]))], &[]);
+        }
+    }
+}

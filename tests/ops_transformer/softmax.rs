@@ -96,3 +96,37 @@ fn softmax_expansions_match_reference() {
         }
     }
 }
+
+#[test]
+fn hardmax_marks_the_first_largest_element_of_each_group() {
+    let x = t(&[2, 3], &[1.0, 3.0, 3.0, -1.0, -2.0, -5.0]);
+    assert_close(
+        &eval1("Hardmax", &[], &[&x]),
+        &[2, 3],
+        &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0],
+    );
+    let down = [("axis", Attr::Int(0))];
+    assert_close(
+        &eval1("Hardmax", &down, &[&x]),
+        &[2, 3],
+        &[1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+    );
+    // Before opset 13 the group is every axis from `axis` (default 1) on.
+    let cube = t(&[2, 2, 2], &[0.0, 1.0, 5.0, 2.0, 7.0, 7.0, 0.0, 9.0]);
+    let legacy = [("opset", Attr::Int(11))];
+    assert_close(
+        &eval1("Hardmax", &legacy, &[&cube]),
+        &[2, 2, 2],
+        &[0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+    );
+    let msg = infer_err("Hardmax", &[("axis", Attr::Int(2))], &[Some(ty(&[2, 3]))]);
+    assert!(msg.contains("axis"), "{msg}");
+    check_expansion("Hardmax", &[], &[Some(ty(&[3, 1, 5]))], &[]);
+    check_expansion(
+        "Hardmax",
+        &[("axis", Attr::Int(-2))],
+        &[Some(ty(&[2, 4, 3]))],
+        &[],
+    );
+    check_expansion("Hardmax", &legacy, &[Some(ty(&[2, 3, 2]))], &[]);
+}

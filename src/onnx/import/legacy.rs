@@ -10,7 +10,8 @@
 //! * Element-wise binary operators broadcast only with `broadcast = 1`, and then align `B` with
 //!   `A` starting at `axis` instead of from the right. Numpy-style broadcasting of today
 //!   computes the same result once `B` gets trailing unit axes, so an `Unsqueeze` of `B` is
-//!   inserted where `axis` leaves some of `A`'s trailing axes uncovered.
+//!   inserted where `axis` leaves some of `A`'s trailing axes uncovered. PRelu before opset 7
+//!   applies a vector slope per channel (axis 1): the same rewrite at axis 1.
 
 use super::Importer;
 use crate::ir::build::ScopeBuilder;
@@ -98,15 +99,26 @@ impl Importer<'_> {
         b: &mut ScopeBuilder,
     ) -> Result<Option<NodeProto>, OnnxError> {
         let op = node.op_type.as_deref().unwrap_or_default();
-        if !LEGACY_BROADCAST.contains(&op) || int_attr(node, "broadcast") != Some(1) {
+        let prelu = op == "PRelu";
+        if !prelu && (!LEGACY_BROADCAST.contains(&op) || int_attr(node, "broadcast") != Some(1)) {
             return Ok(None);
         }
         let [a, b_name] = node.input.as_slice() else {
             return Ok(None);
         };
         let rank_a = self.resolve_input(index, label, a)?.shape.len();
-        let rank_b = self.resolve_input(index, label, b_name)?.shape.len();
-        let axis = int_attr(node, "axis").unwrap_or((rank_a - rank_b.min(rank_a)) as i64);
+        let slope = self.resolve_input(index, label, b_name)?.shape;
+        let rank_b = slope.len();
+        let axis = if prelu {
+            // PRelu-6's slope is one value or one per channel (axis 1).
+            let per_channel = rank_a >= 2 && rank_b == 1 && slope[0].as_int() != Some(1);
+            if !per_channel {
+                return Ok(None);
+            }
+            1
+        } else {
+            int_attr(node, "axis").unwrap_or((rank_a - rank_b.min(rank_a)) as i64)
+        };
         let axis = if axis < 0 { axis + rank_a as i64 } else { axis };
         let trailing = rank_a as i64 - axis - rank_b as i64;
         if axis < 0 || trailing < 0 {
