@@ -152,6 +152,7 @@ pub fn assert_err<T: std::fmt::Debug>(r: Result<T, OpError>, kind: &str, needle:
         OpError::Shape { .. } => "shape",
         OpError::Attr { .. } => "attr",
         OpError::Unsupported { .. } => "unsupported",
+        OpError::SymbolicExtent { .. } => "symbolic",
         OpError::Arity { .. } => "arity",
         OpError::NoSuchExpansion { .. } => "expansion",
     };

@@ -103,6 +103,14 @@ pub enum OpError {
     },
     #[error("{op}: {message}")]
     Unsupported { op: String, message: String },
+    /// A computation that needs a number met a symbolic extent: the importer names the symbols
+    /// in `extent` and the flags that bind them.
+    #[error("{op}: {what} must be a number, not the symbolic extent `{extent}`")]
+    SymbolicExtent {
+        op: String,
+        what: String,
+        extent: SymExpr,
+    },
     #[error("{op}: no implementation named `{name}` (available: {available})")]
     NoSuchExpansion {
         op: String,
@@ -124,6 +132,14 @@ impl OpError {
             op: op.to_string(),
             attr: attr.to_string(),
             message: message.into(),
+        }
+    }
+
+    pub fn symbolic(op: &str, what: impl Into<String>, extent: &SymExpr) -> Self {
+        OpError::SymbolicExtent {
+            op: op.to_string(),
+            what: what.into(),
+            extent: extent.clone(),
         }
     }
 

@@ -164,12 +164,8 @@ impl Plan {
         let mut out = vec![None; shape.len()];
         for (k, &d) in axes.iter().enumerate() {
             let static_extent = || {
-                shape[d].as_int().ok_or_else(|| {
-                    OpError::unsupported(
-                        OP,
-                        format!("dimension {d} has the symbolic extent {}", shape[d]),
-                    )
-                })
+                (shape[d].as_int())
+                    .ok_or_else(|| OpError::symbolic(OP, format!("dimension {d}"), &shape[d]))
             };
             let (input, output, scale) = if let Some(s) = scales {
                 let v = s.get_f64(k);

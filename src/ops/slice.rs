@@ -91,10 +91,7 @@ fn cuts<'a>(
             if starts[k] == 0 && steps[k] == 1 && ends[k] >= i64::from(i32::MAX) {
                 continue; // The whole of a symbolic axis: left as it is.
             }
-            return Err(OpError::unsupported(
-                OP,
-                format!("dimension {d} has the symbolic extent {}", shape[d]),
-            ));
+            return Err(OpError::symbolic(OP, format!("dimension {d}"), &shape[d]));
         };
         out[d] = Some(Cut::new(starts[k], ends[k], steps[k], dim));
     }

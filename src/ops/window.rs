@@ -424,11 +424,7 @@ pub(super) fn conv_operands(
 
 pub fn static_dims(op: &str, what: &str, dims: &[SymExpr]) -> Result<Vec<i64>, OpError> {
     dims.iter()
-        .map(|d| {
-            d.as_int().ok_or_else(|| {
-                OpError::unsupported(op, format!("{what} must be static, got `{d}`"))
-            })
-        })
+        .map(|d| d.as_int().ok_or_else(|| OpError::symbolic(op, what, d)))
         .collect()
 }
 

@@ -94,15 +94,15 @@ impl Importer<'_> {
             self.unbound_values.insert(out.clone(), unbound.clone());
         }
         // A node that needs such a value as a constant fails because of the unbound symbol, and
-        // so does one that cannot compute with a symbolic extent of its inputs (Resize by
-        // scales): both name the symbols and the flags that bind them.
-        let extents: BTreeSet<String> = (in_types.iter().flatten())
-            .flat_map(|t| t.shape.iter().flat_map(SymExpr::free_symbols))
-            .collect();
-        let infer_err = |source: OpError| match (&source, unbound.is_empty()) {
-            (_, false) => OnnxError::shape_from_unbound(label, &op_name, &unbound, source),
-            (OpError::Unsupported { .. }, true) if !extents.is_empty() => {
-                OnnxError::shape_from_unbound(label, &op_name, &extents, source)
+        // one that needs an extent as a number (Resize by scales) because of the extent's
+        // symbols: both name the symbols and the flags that bind them.
+        let infer_err = |source: OpError| match &source {
+            _ if !unbound.is_empty() => {
+                OnnxError::shape_from_unbound(label, &op_name, &unbound, source)
+            }
+            OpError::SymbolicExtent { extent, .. } => {
+                let symbols: BTreeSet<String> = extent.free_symbols().into_iter().collect();
+                OnnxError::shape_from_unbound(label, &op_name, &symbols, source)
             }
             _ => infer_err(source),
         };
