@@ -63,15 +63,31 @@ impl Symbols {
             _ => Ok(()),
         }
     }
+
+    /// Symbol `name` of input `input`, bound by `opts.dims` if it says so: its value when it
+    /// has one, else the symbol.
+    fn dimension(
+        &mut self,
+        name: &str,
+        opts: &ImportOptions,
+        input: &str,
+    ) -> Result<SymExpr, OnnxError> {
+        self.bind(name, opts.dims.get(name).copied(), input)?;
+        Ok(match self.values.get(name).copied().flatten() {
+            Some(v) => SymExpr::Int(v),
+            None => SymExpr::sym(name),
+        })
+    }
 }
 
 /// The type of graph input `vi`. Fixed dimensions stay literals. A `dim_param` is a symbol,
 /// replaced by its value wherever one is known — from `opts.dims`, or from `opts.input_shapes`
-/// of any input that uses it (so `syms` must already hold every input's bindings: the
-/// importer types the inputs once to collect them, then again) — because every shape computation downstream (convolution arithmetic,
-/// Resize, Reshape, Slice…) then sees numbers. A dimension with neither a value nor a name
-/// (`-1`, an empty `dim_param`, nothing), as Paddle and TensorFlow exports write them, is the
-/// position's value from `opts.input_shapes`, or else a fresh symbol `<input>_dim<i>`.
+/// of any input that uses it (so `syms` must already hold every input's bindings: the importer
+/// types the inputs once to collect them, then again) — because every shape computation
+/// downstream (convolution arithmetic, Resize, Reshape, Slice…) then sees numbers. A dimension
+/// with neither a value nor a name (`-1`, an empty `dim_param`, nothing), as Paddle and
+/// TensorFlow exports write them, is the position's value from `opts.input_shapes`, or else a
+/// fresh symbol `<input>_dim<i>` that `opts.dims` may bind.
 pub fn input_type(
     vi: &ValueInfoProto,
     name: &str,
@@ -120,23 +136,12 @@ pub fn input_type(
                 SymExpr::Int(*v)
             }
             Some(DimValue::DimParam(p)) if !p.is_empty() => {
-                syms.bind(p, opts.dims.get(p).copied(), name)?;
                 syms.bind(p, wanted, name)?;
-                match syms.values.get(p).copied().flatten() {
-                    Some(v) => SymExpr::Int(v),
-                    None => SymExpr::sym(p.clone()),
-                }
+                syms.dimension(p, opts, name)?
             }
             _ => match wanted {
                 Some(w) => SymExpr::Int(w),
-                None => {
-                    let fresh = format!("{name}_dim{i}");
-                    syms.bind(&fresh, opts.dims.get(&fresh).copied(), name)?;
-                    match syms.values.get(&fresh).copied().flatten() {
-                        Some(v) => SymExpr::Int(v),
-                        None => SymExpr::sym(fresh),
-                    }
-                }
+                None => syms.dimension(&format!("{name}_dim{i}"), opts, name)?,
             },
         };
         dims.push(dim);
