@@ -33,6 +33,16 @@ fn require_8bit(op: &str, t: &TensorType, what: &str) -> Result<(), OpError> {
     }
 }
 
+/// The range of the integer output type `dtype` (inference requires one).
+fn integer_range(op: &str, dtype: DType) -> Result<(f64, f64), OpError> {
+    (dtype.int_range()).ok_or_else(|| {
+        OpError::shape(
+            op,
+            format!("the output must be an integer type, got {dtype}"),
+        )
+    })
+}
+
 /// Requires a per-tensor parameter (one element) of `like`'s type when `like` is given.
 fn require_single(
     op: &str,
@@ -184,7 +194,7 @@ impl Operator for QLinearMatMul {
         // The multiplier in the scales' type, one rounding per operation.
         let ab = stored(scale_type, v(A_SCALE)? * v(B_SCALE)?);
         let multiplier = stored(scale_type, ab / v(Y_SCALE)?);
-        let (lo, hi) = out.dtype.int_range().expect("an 8-bit integer type");
+        let (lo, hi) = integer_range(op, out.dtype)?;
         let y0 = v(Y_ZP)?;
         let values: Vec<f64> = product
             .iter()
@@ -230,7 +240,7 @@ impl Operator for QLinearMatMul {
             None,
             value,
         );
-        let (lo, hi) = yd.dtype.int_range().expect("checked at inference");
+        let (lo, hi) = integer_range(self.name(), yd.dtype)?;
         let (params, idx) = params_over("i", &yd.shape);
         let reads = vec![
             Read::new("c", &acc, idx.clone()),

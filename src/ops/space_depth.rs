@@ -152,11 +152,11 @@ impl Operator for Rearrange {
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let x = arg(self.name, inputs, 0)?;
         let out = self.infer(node, &types_of(inputs), &[])?.remove(0);
-        let shape = out
-            .static_shape()
-            .expect("a static input has a static output");
+        let shape = (out.static_shape())
+            .ok_or_else(|| OpError::shape(self.name, "the output shape is not static"))?;
         let blocks = self.blocks(node)?;
-        let b = usize::try_from(blocks.b).expect("validated as positive");
+        let b = usize::try_from(blocks.b)
+            .map_err(|_| OpError::attr(self.name, "blocksize", "is out of range"))?;
         let (space, depth) = match self.to_space {
             true => (&shape, &x.shape),
             false => (&x.shape, &shape),
@@ -165,8 +165,8 @@ impl Operator for Rearrange {
         let (space_strides, depth_strides) = (row_major_strides(space), row_major_strides(depth));
         let mut y = Tensor::zeros(x.dtype(), shape.clone());
         for at in multi_indices(&[depth[0], channels, depth[2], b, depth[3], b]) {
-            let [n, c, h, i, w, j] = at[..] else {
-                unreachable!("six indices")
+            let &[n, c, h, i, w, j] = at.as_slice() else {
+                return Err(OpError::shape(self.name, "an index of the wrong rank"));
             };
             let ch = match blocks.crd {
                 true => c * b * b + i * b + j,
