@@ -58,6 +58,7 @@ pub mod demo;
 
 mod fsutil;
 pub mod interp;
+pub mod interrupt;
 pub mod ir;
 pub mod numerics;
 pub mod onnx;

@@ -82,11 +82,7 @@ pub fn onnxruntime(
     let spec = serde_json::json!({"inputs": spec_inputs, "warmup": warmup, "reps": reps});
     std::fs::write(dir.path().join("spec.json"), spec.to_string())?;
     let python = std::env::var("DMOVE_PYTHON").unwrap_or_else(|_| "python3".into());
-    let out = Command::new(&python)
-        .arg("-c")
-        .arg(SCRIPT)
-        .arg(dir.path())
-        .output()
+    let out = crate::interrupt::output(Command::new(&python).arg("-c").arg(SCRIPT).arg(dir.path()))
         .map_err(|e| PeerError::Unavailable(format!("cannot start `{python}`: {e}")))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if let Some(why) = stdout.strip_prefix("UNAVAILABLE ") {

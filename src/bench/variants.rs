@@ -23,6 +23,10 @@ pub enum VariantError {
         max_abs_error: f64,
         detail: String,
     },
+    /// Ctrl-C between two variants (or while one ran: its process was killed).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Interrupted(#[from] crate::interrupt::Interrupted),
 }
 
 /// How [`time_variants`] times.
@@ -60,6 +64,7 @@ pub fn time_variants(
     let mut compiled = Vec::new();
     let mut outputs = Vec::new();
     for (name, p) in variants {
+        crate::interrupt::check()?;
         let c = Compiled::build(p)?;
         outputs.push((*name, c.run(inputs)?));
         compiled.push((*name, c));
@@ -85,6 +90,7 @@ pub fn time_variants(
     let mut rows = Vec::new();
     let mut medians = Vec::new();
     for ((name, c), err) in compiled.iter().zip(&errors) {
+        crate::interrupt::check()?;
         let stats =
             Stats::from_samples(&c.bench(inputs, timing.warmup, timing.reps)?).unwrap_or(Stats {
                 median_ms: f64::NAN,
@@ -101,6 +107,7 @@ pub fn time_variants(
             Some(*err),
         ));
     }
+    crate::interrupt::check()?;
     if let Some(model) = timing.peer {
         say("timing ONNX Runtime on the same model");
         let feeds: Vec<(String, Tensor)> =
@@ -126,6 +133,7 @@ pub fn time_variants(
             },
         );
     }
+    crate::interrupt::check()?;
     Ok(Timed {
         rows,
         medians,

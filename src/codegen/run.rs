@@ -47,16 +47,17 @@ impl Compiled {
             std::fs::write(&path, inputs[&arg.name].to_le_bytes())
                 .map_err(CodegenError::io(format!("writing {}", path.display())))?;
         }
-        let result = Command::new(&self.binary)
-            .arg(&self.weights)
-            .arg(dir.path())
-            .arg(warmup.to_string())
-            .arg(reps.to_string())
-            .output()
-            .map_err(CodegenError::io(format!(
-                "running {}",
-                self.binary.display()
-            )))?;
+        let result = crate::interrupt::output(
+            Command::new(&self.binary)
+                .arg(&self.weights)
+                .arg(dir.path())
+                .arg(warmup.to_string())
+                .arg(reps.to_string()),
+        )
+        .map_err(CodegenError::io(format!(
+            "running {}",
+            self.binary.display()
+        )))?;
         if !result.status.success() {
             return Err(CodegenError::Run {
                 status: result.status.to_string(),
