@@ -64,6 +64,7 @@ pub mod numerics;
 pub mod onnx;
 pub mod ops;
 pub mod pattern;
+pub mod repl;
 pub mod recipe;
 pub mod script;
 pub mod transform;

@@ -12,6 +12,7 @@ use dmove::cli::recipe::check::{self, CheckArgs};
 use dmove::cli::recipe::fmt::{self, FmtArgs};
 use dmove::cli::recipe::run::{self as recipe_run, RunArgs};
 use dmove::cli::transforms::{self, TransformsArgs};
+use dmove::repl::{self, ReplArgs};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -58,6 +59,9 @@ enum Command {
     /// Run the ONNX backend test cases in DIR (from `scripts/onnx_node_tests.py`) through the
     /// interpreter and the generated C.
     Conformance(ConformanceArgs),
+    /// An interactive session on a model (the demo's encoder layer without one): type recipe
+    /// statements, look at matches, ask why not, undo, diff, bench, save as a recipe and lock.
+    Repl(ReplArgs),
 }
 
 fn run(cli: Cli) -> miette::Result<()> {
@@ -74,6 +78,7 @@ fn run(cli: Cli) -> miette::Result<()> {
         Command::C(args) => commands::emit_c(&args),
         Command::Build(args) => build::build(&args),
         Command::Conformance(args) => conformance::conformance(&args),
+        Command::Repl(args) => return repl::run(&args).map_err(miette::Report::new),
     };
     result.map_err(miette::Report::new)
 }

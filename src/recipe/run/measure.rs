@@ -8,7 +8,7 @@
 //! interpreter wraps them in a diagnostic at the expression or `choose` that asked.
 
 use crate::analysis::trace::IrTrace;
-use crate::analysis::{analyze, AccessSource, Options};
+use crate::analysis::{analyze, AccessSource, Options, Report};
 use crate::bench::Stats;
 use crate::codegen::Compiled;
 use crate::ir::{NodeKind, Program};
@@ -33,14 +33,19 @@ const TIME_SEED: u64 = 0x7153;
 /// depends only on the program's work (a power of two), so the result is deterministic and
 /// candidates of similar size are sampled alike.
 pub fn dmd(p: &Program) -> Result<f64, String> {
+    Ok(report(p)?.total.dmd)
+}
+
+/// The whole analysis behind [`dmd`]: the total, and each top-level node's DMD and bytes moved
+/// (what `dmove repl`'s `:cost` shows).
+pub fn report(p: &Program) -> Result<Report, String> {
     let p = lowered(p)?;
     let opts = Options {
         sample: sample_rate(work(&p)),
         ..Options::default()
     };
     let trace = IrTrace::new(&p).map_err(|e| e.to_string())?;
-    let report = analyze(&trace, &opts).map_err(|e| e.to_string())?;
-    Ok(report.total.dmd)
+    analyze(&trace, &opts).map_err(|e| e.to_string())
 }
 
 /// Bytes moved by `p`: the sum over its top-level nodes of their outer memlets' volume times

@@ -373,6 +373,11 @@ impl Session {
         self.frame.carried.env.get(name)
     }
 
+    /// The names of the session's variables.
+    pub fn variables(&self) -> Vec<String> {
+        self.frame.carried.env.names()
+    }
+
     /// The pattern the session declares (or uses from a module: `cpu::fusable`) as `name`;
     /// `None` when it declares none of that name.
     pub fn pattern(&self, name: &str) -> Result<Option<Arc<Pattern>>, Vec<Diagnostic>> {
@@ -458,6 +463,11 @@ impl Session {
     /// The current frame's recipe, loaded (its rules, patterns and parameters).
     pub fn loaded(&self) -> &Loaded {
         &self.loaded
+    }
+
+    /// The session's engine (its checks, its cache of compiled outputs).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     pub fn options(&self) -> &RunOptions {
