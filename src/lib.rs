@@ -64,8 +64,8 @@ pub mod numerics;
 pub mod onnx;
 pub mod ops;
 pub mod pattern;
-pub mod repl;
 pub mod recipe;
+pub mod repl;
 pub mod script;
 pub mod transform;
 

@@ -138,7 +138,11 @@ fn site_independent(all: &[Explanation]) -> Option<ParamError> {
 }
 
 /// Every candidate site with its verdict.
-pub fn explain_all(t: &dyn Transformation, p: &Program, params: &Params) -> Result<String, CliError> {
+pub fn explain_all(
+    t: &dyn Transformation,
+    p: &Program,
+    params: &Params,
+) -> Result<String, CliError> {
     let all = explain(t, p, params);
     if let Some(err) = site_independent(&all) {
         return Err(Refusal::Params(err).into());

@@ -8,7 +8,9 @@ use crate::ir::NodeId;
 pub fn excerpt(source: &str, id: NodeId) -> Option<String> {
     let marker = format!("/* {id} ");
     let lines: Vec<&str> = source.lines().collect();
-    let start = lines.iter().position(|l| l.trim_start().starts_with(&marker))?;
+    let start = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with(&marker))?;
     let mut depth = 0i64;
     let mut opened = false;
     let mut end = start;
@@ -39,8 +41,14 @@ mod tests {
     fn a_map_is_cut_out_with_its_block() {
         let c = "int x;\n/* n3 map \"a\" (sequential) */\nfor (;;) {\n  {\n    y = 1;\n  }\n}\n/* n4 map \"b\" (sequential) */\nfor (;;) {}\n";
         let got = excerpt(c, NodeId(3)).expect("n3 is there");
-        assert_eq!(got, "/* n3 map \"a\" (sequential) */\nfor (;;) {\n  {\n    y = 1;\n  }\n}\n");
-        assert_eq!(excerpt(c, NodeId(4)).as_deref(), Some("/* n4 map \"b\" (sequential) */\nfor (;;) {}\n"));
+        assert_eq!(
+            got,
+            "/* n3 map \"a\" (sequential) */\nfor (;;) {\n  {\n    y = 1;\n  }\n}\n"
+        );
+        assert_eq!(
+            excerpt(c, NodeId(4)).as_deref(),
+            Some("/* n4 map \"b\" (sequential) */\nfor (;;) {}\n")
+        );
         assert_eq!(excerpt(c, NodeId(5)), None);
     }
 }

@@ -200,8 +200,15 @@ impl Repl {
         let mut out = String::new();
         for (k, (label, hash)) in frames.iter().enumerate() {
             let first = label.lines().next().unwrap_or("");
-            let more = if label.lines().count() > 1 { " …" } else { "" };
-            out.push_str(&format!("{k:>3}  {}  {first}{more}\n", &hash[..12.min(hash.len())]));
+            let more = if label.lines().count() > 1 {
+                " …"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "{k:>3}  {}  {first}{more}\n",
+                &hash[..12.min(hash.len())]
+            ));
         }
         let redo = self.session.redoable();
         if redo > 0 {
@@ -225,7 +232,9 @@ impl Repl {
             k => {
                 let k: usize = k.parse().map_err(|_| usage(":diff"))?;
                 let f = history.get(k).ok_or_else(|| {
-                    Failed::Message(format!("no input {k} before the current one (see :history)"))
+                    Failed::Message(format!(
+                        "no input {k} before the current one (see :history)"
+                    ))
                 })?;
                 (&f.program, format!("after input {k}"))
             }

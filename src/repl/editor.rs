@@ -158,10 +158,12 @@ fn history_path(given: Option<PathBuf>) -> Option<PathBuf> {
 
 /// The terminal loop; returns when the user leaves (`:quit`, Ctrl-D).
 pub fn interactive(repl: &mut Repl, history: Option<PathBuf>) -> Result<(), ReplError> {
-    crate::interrupt::catch_ctrl_c().map_err(|e| ReplError::Input(e.to_string()))?;
     let vocabulary = Rc::new(RefCell::new(Vocabulary::of(&repl.session)));
     let mut rl: Editor<ReplHelper, DefaultHistory> =
         Editor::new().map_err(|e| ReplError::Input(e.to_string()))?;
+    // After the editor, which installs a SIGINT handler of its own when it opens the terminal:
+    // ours goes on top of it (and calls it), so Ctrl-C during work raises the flag.
+    crate::interrupt::catch_ctrl_c().map_err(|e| ReplError::Input(e.to_string()))?;
     rl.set_helper(Some(ReplHelper {
         vocabulary: vocabulary.clone(),
     }));
@@ -221,9 +223,18 @@ mod tests {
         let v = vocabulary();
         assert_eq!(v.complete(":sh", 3), (0, vec![":show".to_string()]));
         assert_eq!(v.complete("MapT", 4).1, vec!["MapTiling".to_string()]);
-        assert_eq!(v.complete("MapTiling(m, ti", 15), (13, vec!["tiles = ".to_string()]));
-        assert_eq!(v.complete(":apply MapTiling at n12 ti", 26).1, vec!["tiles=".to_string()]);
+        assert_eq!(
+            v.complete("MapTiling(m, ti", 15),
+            (13, vec!["tiles = ".to_string()])
+        );
+        assert_eq!(
+            v.complete(":apply MapTiling at n12 ti", 26).1,
+            vec!["tiles=".to_string()]
+        );
         assert_eq!(v.complete(":show n1", 8).1, vec!["n12".to_string()]);
-        assert_eq!(v.complete("let x = pro", 11).1, vec!["proj_acc".to_string()]);
+        assert_eq!(
+            v.complete("let x = pro", 11).1,
+            vec!["proj_acc".to_string()]
+        );
     }
 }

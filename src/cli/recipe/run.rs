@@ -7,14 +7,14 @@ use super::{
     execute, load_checked, load_model, parse_sets, recipe_name, std_module, user_run, Executed,
     Model, RecipeError, ScriptLimits,
 };
-use crate::recipe::modules::Loaded;
-use crate::recipe::run::RunOptions;
 use crate::cli::{is_onnx, print_json, write_output, Bindings, CliError};
 use crate::codegen::CodegenError;
 use crate::ir::text::print_exact;
 use crate::ir::Program;
 use crate::recipe::lock::{self, Lock};
+use crate::recipe::modules::Loaded;
 use crate::recipe::run::measure;
+use crate::recipe::run::RunOptions;
 use std::path::{Path, PathBuf};
 
 /// Where outputs go without `-o`: a directory in the current one, like a build directory, so
