@@ -40,6 +40,21 @@ fn after<'a>(out: &'a str, prefix: &str) -> &'a str {
     line[at..].split_whitespace().next().unwrap_or("")
 }
 
+/// `dmove check s.recipe` in `dir` passes, at the session's hash.
+fn check_reproduces(dir: &Path, hash: &str) {
+    let check = Command::new(DMOVE)
+        .args(["check", "s.recipe"])
+        .current_dir(dir)
+        .output()
+        .expect("dmove check runs");
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    let stdout = text(&check.stdout);
+    assert!(
+        stdout.contains(&format!("ok: s.onnx (1 steps, {hash})")),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_script_on_stdin_runs_undoes_saves_and_the_saved_recipe_checks() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -78,13 +93,7 @@ for each m in ops(\"Softmax\") {
     assert!(stdout.contains("it reproduces the session"), "{stdout}");
     let recipe = std::fs::read_to_string(dir.path().join("s.recipe")).expect("saved");
     assert!(recipe.contains("Expand(node(\"n0\"))"), "{recipe}");
-    let check = Command::new(DMOVE)
-        .args(["check", "s.recipe"])
-        .current_dir(dir.path())
-        .output()
-        .expect("dmove check runs");
-    assert!(check.status.success(), "{}", text(&check.stderr));
-    assert!(text(&check.stdout).contains(&format!("ok: s.onnx (1 steps, {applied})")));
+    check_reproduces(dir.path(), applied);
 }
 
 #[test]
@@ -262,17 +271,7 @@ fn a_terminal_session_matches_explains_applies_undoes_redoes_and_saves() {
     t.line(":save s.recipe");
     t.wait_for("it reproduces the session", 1);
     t.keys(&["C-d"]);
-    let check = Command::new(DMOVE)
-        .args(["check", "s.recipe"])
-        .current_dir(dir.path())
-        .output()
-        .expect("dmove check runs");
-    assert!(check.status.success(), "{}", text(&check.stderr));
-    assert!(
-        text(&check.stdout).contains(&applied),
-        "{}",
-        text(&check.stdout)
-    );
+    check_reproduces(dir.path(), &applied);
     assert!(
         dir.path().join("history").exists(),
         "the history file was written"

@@ -98,6 +98,8 @@ impl Item {
 }
 
 /// One part of an interactive session's input (`dmove repl`): a declaration or a statement.
+// A handful per input, moved once into the session: boxing the items would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Entry {
     Item(Item),

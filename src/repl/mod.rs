@@ -11,6 +11,9 @@
 //! during long work it interrupts that work ([`crate::interrupt`]) and the session keeps the
 //! program it had before the input.
 
+// Like the command line's errors, `ReplError` ends the command: returned once, never in a loop.
+#![allow(clippy::result_large_err)]
+
 pub mod commands;
 pub mod editor;
 

@@ -66,6 +66,25 @@ pub struct Frame {
 }
 
 impl Frame {
+    fn new(
+        label: String,
+        decls: Vec<Item>,
+        stmts: Vec<Stmt>,
+        program: Program,
+        space: ParamSpace,
+        carried: Carried,
+    ) -> Frame {
+        Frame {
+            label,
+            decls,
+            stmts,
+            hash: program_hash(&program),
+            program,
+            space,
+            carried,
+        }
+    }
+
     /// The steps committed so far, in order.
     pub fn steps(&self) -> &[RecordedStep] {
         &self.carried.report.steps
@@ -145,15 +164,14 @@ impl Session {
     /// `opts.checks`, and `opts.set` fixes parameters as `--set` does.
     pub fn new(program: Program, dir: Option<&Path>, opts: RunOptions) -> Session {
         let loaded = assemble(Sources::default(), None, &[], &[], dir);
-        let frame = Frame {
-            label: "start".into(),
-            decls: Vec::new(),
-            stmts: Vec::new(),
-            hash: program_hash(&program),
-            program: program.clone(),
-            space: ParamSpace::default(),
-            carried: Carried::start(Default::default()),
-        };
+        let frame = Frame::new(
+            "start".into(),
+            Vec::new(),
+            Vec::new(),
+            program.clone(),
+            ParamSpace::default(),
+            Carried::start(Default::default()),
+        );
         Session {
             sources: loaded.sources.clone(),
             dir: dir.map(Path::to_path_buf),
@@ -284,16 +302,7 @@ impl Session {
         let carried = it.into_carried();
         not_interrupted(outcome, span)?;
         let done = before.done(&carried.report);
-        let frame = Frame {
-            label,
-            decls,
-            stmts: all,
-            hash: program_hash(&program),
-            program,
-            space,
-            carried,
-        };
-        Ok((frame, done))
+        Ok((Frame::new(label, decls, all, program, space, carried), done))
     }
 
     /// Runs every statement of `all` from the start program, with every `choose` decided
@@ -327,16 +336,7 @@ impl Session {
                 all.len()
             ));
         }
-        let frame = Frame {
-            label,
-            decls,
-            stmts: all,
-            hash: program_hash(&program),
-            program,
-            space,
-            carried,
-        };
-        Ok((frame, done))
+        Ok((Frame::new(label, decls, all, program, space, carried), done))
     }
 
     /// Makes `frame` the current one (an input that can be undone).
