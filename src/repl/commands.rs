@@ -187,9 +187,11 @@ impl Repl {
     /// ` (as at the start)` or ` (as after input K)` when an earlier frame has the current hash.
     fn same_as(&self) -> String {
         let now = &self.session.frame().hash;
+        if crate::transform::engine::program_hash(self.session.start()) == *now {
+            return " (as at the start)".into();
+        }
         let h = self.session.history();
         match h.iter().position(|f| f.hash == *now) {
-            Some(0) => " (as at the start)".into(),
             Some(k) => format!(" (as after input {k})"),
             None => String::new(),
         }
