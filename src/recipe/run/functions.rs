@@ -416,7 +416,7 @@ mod tests {
         ("max", "max(2, 3.5)", "3.5"),
         ("min", "min(2, 3.5)", "2"),
         ("name", "name(maps()[0])", "map \"init\" (n"),
-        ("node", "node(\"n1\") == maps()[0]", "true"),
+        ("node", "exists(node(\"n0\"))", "true"),
         ("ops", "len(ops()) + len(ops(\"MatMul\"))", "0"),
         ("outermost", "outermost(maps()[1]) == maps()[1]", "true"),
         ("output_params", "output_params(maps()[1])", "1"),
