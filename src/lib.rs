@@ -58,6 +58,7 @@ pub mod demo;
 
 mod fsutil;
 pub mod interp;
+pub mod interrupt;
 pub mod ir;
 pub mod lsp;
 pub mod numerics;
@@ -67,6 +68,7 @@ pub mod pattern;
 pub mod plot;
 pub mod progress;
 pub mod recipe;
+pub mod repl;
 pub mod script;
 pub mod transform;
 pub mod view;

@@ -15,6 +15,7 @@ use dmove::cli::recipe::fmt::{self, FmtArgs};
 use dmove::cli::recipe::run::{self as recipe_run, RunArgs};
 use dmove::cli::transforms::{self, TransformsArgs};
 use dmove::cli::view::{self, ViewArgs};
+use dmove::repl::{self, ReplArgs};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -71,6 +72,9 @@ enum Command {
     /// The recipe language server, for editors: diagnostics as you type, hover, completion and
     /// go to definition, over standard input and output.
     Lsp(LspArgs),
+    /// An interactive session on a model (the demo's encoder layer without one): type recipe
+    /// statements, look at matches, ask why not, undo, diff, bench, save as a recipe and lock.
+    Repl(ReplArgs),
 }
 
 fn run(cli: Cli) -> miette::Result<()> {
@@ -90,6 +94,7 @@ fn run(cli: Cli) -> miette::Result<()> {
         Command::Conformance(args) => conformance::conformance(&args),
         Command::Lsp(args) => lsp::lsp(&args),
         Command::View(args) => view::view(&args),
+        Command::Repl(args) => return repl::run(&args).map_err(miette::Report::new),
     };
     result.map_err(miette::Report::new)
 }

@@ -216,7 +216,7 @@ pub fn run(peer: Peer, job: &PeerJob) -> Result<PeerRun, PeerError> {
             cmd.env(var, job.threads.to_string());
         }
     }
-    let out = cmd.output().map_err(|e| PeerError::Unavailable {
+    let out = crate::interrupt::output(&mut cmd).map_err(|e| PeerError::Unavailable {
         peer,
         why: format!("cannot start `{python}`: {e}"),
     })?;

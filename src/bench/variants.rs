@@ -28,6 +28,10 @@ pub enum VariantError {
         help("a variant that computes something else has no meaningful time")
     )]
     Mismatch { variant: String, detail: String },
+    /// Ctrl-C between two variants (or while one ran: its process was killed).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Interrupted(#[from] crate::interrupt::Interrupted),
 }
 
 /// How every variant and peer is run.
@@ -56,6 +60,7 @@ pub fn measure(
     let inputs = &workload.inputs;
     let mut built = Vec::new();
     for (name, p) in variants {
+        crate::interrupt::check()?;
         progress.step(&format!("{}: compiling {name}", workload.name));
         let c = Compiled::build(p)?;
         let outputs = c.run(inputs)?;
@@ -69,6 +74,7 @@ pub fn measure(
     };
     let mut rows = Vec::new();
     for (name, p, c, outputs) in &built {
+        crate::interrupt::check()?;
         progress.step(&format!(
             "{}: timing {name} ({} warm-up, {} timed runs)",
             workload.name, settings.warmup, settings.reps
@@ -93,6 +99,7 @@ pub fn measure(
         progress.advance();
     }
     for &peer in peers {
+        crate::interrupt::check()?;
         progress.step(&format!("{}: timing {}", workload.name, peer.name()));
         let base = rows.first().and_then(Row::median_ms);
         rows.push(peer_row(workload, peer, settings, reference, base));

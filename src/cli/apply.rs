@@ -138,7 +138,11 @@ fn site_independent(all: &[Explanation]) -> Option<ParamError> {
 }
 
 /// Every candidate site with its verdict.
-fn explain_all(t: &dyn Transformation, p: &Program, params: &Params) -> Result<String, CliError> {
+pub fn explain_all(
+    t: &dyn Transformation,
+    p: &Program,
+    params: &Params,
+) -> Result<String, CliError> {
     let all = explain(t, p, params);
     if let Some(err) = site_independent(&all) {
         return Err(Refusal::Params(err).into());
@@ -167,7 +171,7 @@ fn explain_all(t: &dyn Transformation, p: &Program, params: &Params) -> Result<S
 
 /// The verdict at `site` (planned with the command line's checks, nothing changed) and, when it
 /// is refused or not a candidate, the nearest candidate and its verdict.
-fn explain_at(
+pub fn explain_at(
     engine: &Engine,
     t: &dyn Transformation,
     p: &Program,

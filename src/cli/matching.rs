@@ -52,8 +52,8 @@ pub fn run(args: &MatchArgs) -> Result<(), CliError> {
     write_output(output_path(None), out.as_bytes())
 }
 
-/// The answer to `--why node`.
-fn why(pattern: &Pattern, p: &Program, node: NodeId, expanded: bool) -> String {
+/// The answer to `--why node` (and to `dmove repl`'s `:whynot PATTERN at NODE`).
+pub fn why(pattern: &Pattern, p: &Program, node: NodeId, expanded: bool) -> String {
     let name = pattern.name();
     let why = match explain(pattern, p, node) {
         Ok(m) => return format!("`{name}` matches at {node}: {}\n", m.show(pattern)),

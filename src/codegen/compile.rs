@@ -147,18 +147,19 @@ fn compile(
         .tempdir_in(&config.cache)
         .map_err(CodegenError::io("creating a build directory"))?;
     let out = staging.path().join("prog");
-    let result = Command::new(cmd)
-        .args(lead)
-        .args(&config.flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(source)
-        .args(LIBS)
-        .output()
-        .map_err(CodegenError::io(format!(
-            "running the C compiler `{}`",
-            config.compiler
-        )))?;
+    let result = crate::interrupt::output(
+        Command::new(cmd)
+            .args(lead)
+            .args(&config.flags)
+            .arg("-o")
+            .arg(&out)
+            .arg(source)
+            .args(LIBS),
+    )
+    .map_err(CodegenError::io(format!(
+        "running the C compiler `{}`",
+        config.compiler
+    )))?;
     if !result.status.success() || !out.is_file() {
         let stderr = String::from_utf8_lossy(&result.stderr);
         let mut text = head(&stderr, STDERR_LINES);

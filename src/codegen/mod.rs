@@ -13,6 +13,7 @@
 mod compile;
 mod deliverable;
 mod emit;
+mod excerpt;
 mod expr;
 mod harness;
 mod helpers;
@@ -24,6 +25,7 @@ mod scope;
 pub use compile::{cache_dir, BuildConfig, Compiled};
 pub use deliverable::{Deliverable, DeliverableError};
 pub use emit::emit;
+pub use excerpt::excerpt;
 
 use crate::ir::{DType, NodeId};
 use std::fmt;

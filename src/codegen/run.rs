@@ -64,16 +64,17 @@ impl Compiled {
         if let Some(n) = threads {
             command.env("OMP_NUM_THREADS", n.to_string());
         }
-        let result = command
-            .arg(&self.weights)
-            .arg(dir.path())
-            .arg(warmup.to_string())
-            .arg(reps.to_string())
-            .output()
-            .map_err(CodegenError::io(format!(
-                "running {}",
-                self.binary.display()
-            )))?;
+        let result = crate::interrupt::output(
+            command
+                .arg(&self.weights)
+                .arg(dir.path())
+                .arg(warmup.to_string())
+                .arg(reps.to_string()),
+        )
+        .map_err(CodegenError::io(format!(
+            "running {}",
+            self.binary.display()
+        )))?;
         if !result.status.success() {
             return Err(CodegenError::Run {
                 status: result.status.to_string(),

@@ -84,6 +84,28 @@ pub enum Item {
     Main(Rule),
 }
 
+impl Item {
+    /// The whole item, keyword included.
+    pub fn span(&self) -> Span {
+        match self {
+            Item::Use(u) => u.span,
+            Item::Param(p) => p.span,
+            Item::Choose(c) => c.span,
+            Item::Pattern(p) => p.span,
+            Item::Rule(r) | Item::Main(r) => r.span,
+        }
+    }
+}
+
+/// One part of an interactive session's input (`dmove repl`): a declaration or a statement.
+// A handful per input, moved once into the session: boxing the items would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Entry {
+    Item(Item),
+    Stmt(Stmt),
+}
+
 /// `use std::cpu`, `use std::cpu as c`, `use "./common.recipe" as common`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Use {

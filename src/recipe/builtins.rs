@@ -101,6 +101,13 @@ pub const BUILTINS: &[Builtin] = &[
         "the node in IR terms, e.g. `map \"proj_acc\"`",
     ),
     f(
+        "node",
+        &["id"],
+        1,
+        &[],
+        "the node with this id as the IR prints it, e.g. `node(\"n12\")` (ids are stable across rewrites)",
+    ),
+    f(
         "ops",
         &["operator"],
         0,

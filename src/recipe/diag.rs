@@ -120,6 +120,15 @@ impl Sources {
         FileId(self.files.len() as u32 - 1)
     }
 
+    /// The file with this name and text if there is one, else a new one: reloading a module
+    /// keeps its file, so spans recorded before the reload still point at the right text.
+    pub fn intern(&mut self, name: &str, text: &str) -> FileId {
+        match (self.files.iter()).position(|(n, t)| n == name && **t == *text) {
+            Some(i) => FileId(i as u32),
+            None => self.add(name, text),
+        }
+    }
+
     pub fn name(&self, id: FileId) -> &str {
         self.files.get(id.0 as usize).map_or("?", |f| f.0.as_str())
     }

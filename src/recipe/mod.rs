@@ -23,12 +23,13 @@ pub mod patterns;
 pub mod resolve;
 pub mod run;
 pub mod scripts;
+pub mod session;
 pub mod stdlib;
 
 pub use check::check;
 pub use diag::{Diagnostic, FileId, Severity, Sources, Span};
 pub use format::format;
-pub use modules::{load_file, load_source, Loaded, Module};
+pub use modules::{load_file, load_source, load_tree, Loaded, Module};
 pub use parse::parse;
 
 /// What the fuzz target and its corpus replay run on one input: the formatter's laws (`None`

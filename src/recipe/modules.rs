@@ -151,6 +151,25 @@ pub fn load_source(name: &str, text: &str, dir: Option<&Path>) -> Loaded {
     loader.finish()
 }
 
+/// Loads what a root given as a syntax tree uses: an interactive session's declarations, whose
+/// spans point into `sources` (each input is a file of its own there). `name` is how messages
+/// call the root, and its file `use`s are relative to `dir`. A module already in `sources` with
+/// the same name and text keeps its file, so reloading after each input does not grow them and
+/// spans recorded earlier stay valid.
+pub fn load_tree(sources: Sources, name: &str, mut root: ast::File, dir: Option<&Path>) -> Loaded {
+    let mut loader = Loader {
+        sources,
+        ..Loader::default()
+    };
+    let file = loader.sources.intern(name, "");
+    root.span = Span::new(file, 0, 0);
+    let index = loader.push_empty(file, name.to_string(), dir.map(Path::to_path_buf));
+    loader.keys.push(Key::Root);
+    loader.modules[index].ast = root;
+    loader.uses(index);
+    loader.finish()
+}
+
 /// Reads a file as UTF-8, saying what went wrong in words.
 fn read(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
@@ -210,7 +229,7 @@ impl Loader {
 
     /// Adds, parses and registers one module, then loads what it uses; returns its index.
     fn module(&mut self, key: Key, name: String, text: &str, dir: Option<PathBuf>) -> usize {
-        let file = self.sources.add(name.clone(), text);
+        let file = self.sources.intern(&name, text);
         let (is_script, owner) = match &key {
             Key::File(path) => (
                 path.to_str().is_some_and(scripts::is_script),
@@ -235,6 +254,12 @@ impl Loader {
                 return index;
             }
         }
+        self.uses(index);
+        index
+    }
+
+    /// Loads every module that module `index` uses, recording them under their aliases.
+    fn uses(&mut self, index: usize) {
         self.stack.push(index);
         let uses: Vec<ast::Use> = (self.modules[index].ast.items.iter())
             .filter_map(|item| match item {
@@ -268,7 +293,6 @@ impl Loader {
             }
         }
         self.stack.pop();
-        index
     }
 
     /// Loads the target of `u` (used by module `from`), or records why it cannot be.

@@ -4,15 +4,17 @@
 
 use super::report::{self, Figure, Outputs, Report};
 use super::{
-    execute, load_checked, load_model, parse_sets, recipe_name, std_module, user_run, RecipeError,
-    ScriptLimits,
+    execute, load_checked, load_model, parse_sets, recipe_name, std_module, user_run, Executed,
+    Model, RecipeError, ScriptLimits,
 };
 use crate::cli::{is_onnx, print_json, write_output, Bindings, CliError};
 use crate::codegen::CodegenError;
 use crate::ir::text::print_exact;
 use crate::ir::Program;
 use crate::recipe::lock::{self, Lock};
+use crate::recipe::modules::Loaded;
 use crate::recipe::run::measure;
+use crate::recipe::run::RunOptions;
 use std::path::{Path, PathBuf};
 
 /// Where outputs go without `-o`: a directory in the current one, like a build directory, so
@@ -71,17 +73,12 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         .lock
         .clone()
         .unwrap_or_else(|| default_lock(&args.recipe));
-    let existing = Lock::read_if_exists(&lock_path).map_err(RecipeError::from)?;
     let model = load_model(&args.model, &args.bindings, &set, &lock_path)?;
     let opts = user_run(set, args.seed);
-    let done = execute(loaded, &model, &opts)?;
+    let done = run_locked(loaded, &args.recipe, &model, &opts, &lock_path)?;
     let outputs = write_outputs(&args.output, &done.program, &lock_path)?;
     let name = recipe_name(loaded, &args.recipe);
     let final_hash = done.entry.final_hash.clone();
-    let lock = existing
-        .unwrap_or_else(|| Lock::new(&name, &loaded.hash()))
-        .updated(&name, &loaded.hash(), vec![done.entry]);
-    lock.write(&lock_path).map_err(RecipeError::from)?;
     let bench = match (&outputs.c, args.bench) {
         (Some(_), true) => {
             let onnx = is_onnx(&args.model).then_some(model.bytes.as_slice());
@@ -120,6 +117,26 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     } else {
         write_output(Path::new("-"), report.render().as_bytes())
     }
+}
+
+/// Runs the checked recipe (loaded from `recipe`) on `model` and records the run in the lock at
+/// `lock_path`, replacing the entry of the same model and bindings and keeping the others: what
+/// `dmove run` does, and `dmove repl`'s `:save`.
+pub fn run_locked(
+    loaded: &Loaded,
+    recipe: &Path,
+    model: &Model,
+    opts: &RunOptions,
+    lock_path: &Path,
+) -> Result<Executed, CliError> {
+    let existing = Lock::read_if_exists(lock_path).map_err(RecipeError::from)?;
+    let done = execute(loaded, model, opts)?;
+    let name = recipe_name(loaded, recipe);
+    let lock = existing
+        .unwrap_or_else(|| Lock::new(&name, &loaded.hash()))
+        .updated(&name, &loaded.hash(), vec![done.entry.clone()]);
+    lock.write(lock_path).map_err(RecipeError::from)?;
+    Ok(done)
 }
 
 /// Writes `optimized.ir` (exact, so it loads again), and when the program is fully lowered

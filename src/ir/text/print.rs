@@ -22,6 +22,13 @@ pub fn print_exact(p: &Program) -> String {
     Printer { exact: true }.program(p)
 }
 
+/// One node in the human form, a map with its whole body: what `dmove repl`'s `:show` prints.
+pub fn print_node(n: &Node) -> String {
+    let mut out = String::new();
+    node(n, 0, &mut out);
+    out
+}
+
 struct Printer {
     exact: bool,
 }

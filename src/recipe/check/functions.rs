@@ -58,7 +58,7 @@ fn want(name: &str) -> Want<'static> {
         "list" => Want::Ty(Ty::List(Box::new(Ty::Unknown))),
         "n" | "index" | "depth" | "params" => Want::Ty(Ty::Int),
         "a" | "b" => Want::Number,
-        "operator" => Want::Ty(Ty::Str),
+        "operator" | "id" => Want::Ty(Ty::Str),
         _ => Want::Any,
     }
 }
@@ -85,6 +85,7 @@ fn result<'a>(
             _ => Ty::Unknown,
         },
         "name" => Ty::Str,
+        "node" => Ty::Node(Class::Any),
         "ops" => list(Ty::Node(Class::Op(operator.map(str::to_string)))),
         "set" => match args.first() {
             Some(t @ Ty::List(_)) => t.clone(),

@@ -52,7 +52,7 @@ impl<'i> Builder<'i> {
         })
     }
 
-    fn item(&self, p: Pair<'i, Rule>) -> Result<Item, Box<Diagnostic>> {
+    pub(super) fn item(&self, p: Pair<'i, Rule>) -> Result<Item, Box<Diagnostic>> {
         Ok(match p.as_rule() {
             Rule::use_item => Item::Use(self.use_item(p)?),
             Rule::param_item => Item::Param(self.param(p)?),

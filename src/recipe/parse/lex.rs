@@ -82,6 +82,18 @@ pub fn code_end(text: &str, start: usize, end: usize) -> usize {
     start + last
 }
 
+/// How many brackets (`(`, `[`, `{`) are still open at the end of `text`, outside strings and
+/// comments: an interactive session keeps reading lines while this is positive.
+pub fn open_brackets(text: &str) -> usize {
+    let mut depth = 0usize;
+    scan(text, |_, b, mode| match (mode, b) {
+        (Mode::Code, b'(' | b'[' | b'{') => depth += 1,
+        (Mode::Code, b')' | b']' | b'}') => depth = depth.saturating_sub(1),
+        _ => {}
+    });
+    depth
+}
+
 /// Refuses brackets nested deeper than [`MAX_NESTING`], at the first bracket too deep.
 pub fn check_nesting(file: FileId, text: &str) -> Result<(), Box<Diagnostic>> {
     let mut depth = 0usize;

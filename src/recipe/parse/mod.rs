@@ -10,6 +10,7 @@
 mod exprs;
 mod items;
 mod lex;
+mod session;
 mod stmts;
 mod syntax_error;
 
@@ -28,7 +29,7 @@ mod grammar {
 
 use grammar::{RecipeParser, Rule};
 
-pub use lex::quote;
+pub use lex::{open_brackets, quote};
 
 /// The diagnostic code of every error this module reports.
 pub const SYNTAX: &str = "dmove::recipe::syntax";
@@ -42,20 +43,42 @@ pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostic> {
 }
 
 fn parse_boxed(file: FileId, text: &str) -> Result<ast::File, Box<Diagnostic>> {
+    let top = top_pair(Rule::file, file, text)?;
+    let builder = Builder { file, text };
+    let mut parsed = builder.file(top)?;
+    parsed.comments = lex::comments(file, text);
+    Ok(parsed)
+}
+
+/// Parses one input of an interactive session: declarations and statements in the order typed
+/// (`dmove repl`); comments are dropped.
+pub fn parse_input(file: FileId, text: &str) -> Result<Vec<ast::Entry>, Diagnostic> {
+    let top = top_pair(Rule::session_input, file, text).map_err(|d| *d)?;
+    Builder { file, text }.session_input(top).map_err(|d| *d)
+}
+
+/// Parses one expression on its own.
+pub fn parse_expr(file: FileId, text: &str) -> Result<ast::Expr, Diagnostic> {
+    let top = top_pair(Rule::session_expr, file, text).map_err(|d| *d)?;
+    Builder { file, text }.session_expr(top).map_err(|d| *d)
+}
+
+/// The top pair of `text` read as `rule`, or its syntax error.
+fn top_pair(rule: Rule, file: FileId, text: &str) -> Result<Pair<'_, Rule>, Box<Diagnostic>> {
     // Deep nesting would exhaust the stack in pest or in the recursive tree walk; refuse it
     // before either runs.
     lex::check_nesting(file, text)?;
     // Richer "expected …" lists (literal tokens as well as rules); a process-wide pest switch.
     pest::set_error_detail(true);
-    let mut pairs = RecipeParser::parse(Rule::file, text)
-        .map_err(|e| syntax_error::from_pest(file, text, &e))?;
-    let top = pairs
-        .next()
-        .ok_or_else(|| Diagnostic::error(SYNTAX, Span::new(file, 0, 0), "empty parse"))?;
-    let builder = Builder { file, text };
-    let mut parsed = builder.file(top)?;
-    parsed.comments = lex::comments(file, text);
-    Ok(parsed)
+    let mut pairs =
+        RecipeParser::parse(rule, text).map_err(|e| syntax_error::from_pest(file, text, &e))?;
+    pairs.next().ok_or_else(|| {
+        Box::new(Diagnostic::error(
+            SYNTAX,
+            Span::new(file, 0, 0),
+            "empty parse",
+        ))
+    })
 }
 
 /// Converts pest pairs of one file into AST nodes.

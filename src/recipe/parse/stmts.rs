@@ -21,7 +21,7 @@ impl<'i> Builder<'i> {
     }
 
     /// A `stmt` pair.
-    fn stmt(&self, p: Pair<'i, Rule>) -> Result<Stmt, Box<Diagnostic>> {
+    pub(super) fn stmt(&self, p: Pair<'i, Rule>) -> Result<Stmt, Box<Diagnostic>> {
         let p = self.kids(&p).need("a statement")?;
         let span = self.span(&p);
         let mut kids = self.kids(&p);

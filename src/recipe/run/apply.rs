@@ -11,8 +11,8 @@ use super::describe::{describe, describe_all};
 use super::env::{Env, Interp, MAX_DEPTH};
 use super::eval::eval;
 use super::failure::{
-    classify, layer_check, runtime, Failure, Flow, RefusalKind, BAD_ARGUMENT, NOT_APPLICABLE,
-    REJECTED,
+    classify, interrupted, layer_check, runtime, Failure, Flow, RefusalKind, BAD_ARGUMENT,
+    NOT_APPLICABLE, REJECTED,
 };
 use super::value::Value;
 use crate::ir::{NodeId, NodeKind};
@@ -173,11 +173,17 @@ impl Interp<'_> {
         for id in site {
             self.remember(&Value::Node(*id));
         }
+        // Step boundaries are where Ctrl-C stops a run; a step it cut short (its compiler or
+        // program killed) was rolled back by the engine like any refused one.
+        if crate::interrupt::requested() {
+            return Err(interrupted(span));
+        }
         match self.engine.apply(self.p, t, site, params) {
             Ok(step) => {
                 self.record(step, span);
                 Ok(())
             }
+            Err(_) if crate::interrupt::requested() => Err(interrupted(span)),
             Err(r) => Err(self.refused(t, site, params, &r, span)),
         }
     }

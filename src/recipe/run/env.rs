@@ -129,6 +129,70 @@ pub struct Interp<'a> {
 /// Rule recursion deeper than this is a definite error.
 pub const MAX_DEPTH: usize = 64;
 
+/// What an interpreter accumulates and a later one can go on from: parameter values, the
+/// report, the variables of the top frame and what the handles know. A run starts from
+/// [`Carried::start`]; an interactive session keeps it between inputs.
+#[derive(Clone, Debug, Default)]
+pub struct Carried {
+    pub values: BTreeMap<String, ParamValue>,
+    pub report: RunReport,
+    pub env: Env,
+    pub removed_by: HashMap<NodeId, usize>,
+    pub described: HashMap<NodeId, String>,
+}
+
+impl Carried {
+    /// Nothing done yet, with these parameter values, in the root module.
+    pub fn start(values: BTreeMap<String, ParamValue>) -> Carried {
+        Carried {
+            values,
+            env: Env::new(0),
+            ..Carried::default()
+        }
+    }
+}
+
+impl<'a> Interp<'a> {
+    /// An interpreter over `p` that goes on from `carried`.
+    pub fn new(
+        l: &'a Loaded,
+        p: &'a mut Program,
+        opts: &'a RunOptions,
+        space: &'a ParamSpace,
+        engine: &'a mut Engine,
+        baseline: &'a mut Baseline,
+        carried: Carried,
+    ) -> Interp<'a> {
+        Interp {
+            l,
+            p,
+            opts,
+            space,
+            values: carried.values,
+            engine,
+            baseline,
+            report: carried.report,
+            env: carried.env,
+            removed_by: carried.removed_by,
+            described: carried.described,
+            patterns: HashMap::new(),
+            rules: Vec::new(),
+            silenced: 0,
+        }
+    }
+
+    /// What a later interpreter can go on from.
+    pub fn into_carried(self) -> Carried {
+        Carried {
+            values: self.values,
+            report: self.report,
+            env: self.env,
+            removed_by: self.removed_by,
+            described: self.described,
+        }
+    }
+}
+
 impl Interp<'_> {
     /// Starts a transaction; `snapshot` when the block may commit more than one step.
     pub fn mark(&self, snapshot: bool) -> Mark {

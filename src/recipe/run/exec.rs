@@ -25,6 +25,12 @@ impl Interp<'_> {
         r
     }
 
+    /// Runs statements in the current frame of variables, so their `let`s stay bound after
+    /// them (the whole of `main`, or one input of an interactive session).
+    pub fn statements(&mut self, stmts: &[Stmt]) -> Flow<()> {
+        stmts.iter().try_for_each(|s| self.stmt(s))
+    }
+
     /// Runs a block as a transaction: a silenceable failure undoes everything it did.
     pub fn transaction(&mut self, b: &Block) -> Flow<()> {
         let mark = self.mark(self.may_commit_many(b));

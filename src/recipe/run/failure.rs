@@ -19,6 +19,8 @@ pub const UNKNOWN_NAME: &str = "dmove::recipe::unknown_name";
 pub const NO_MATCH: &str = "dmove::recipe::no_match";
 /// A `repeat (max N)` that used all N iterations without reaching a fixpoint (a warning).
 pub const NO_FIXPOINT: &str = "dmove::recipe::no_fixpoint";
+/// Ctrl-C stopped the run at a step boundary (or killed the step's compiler or program).
+pub const INTERRUPTED: &str = "dmove::recipe::interrupted";
 
 /// Why a statement did not complete.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +81,16 @@ pub type Flow<T> = Result<T, Failure>;
 /// A definite evaluation error (`dmove::recipe::runtime`).
 pub fn runtime(span: Span, message: impl Into<String>) -> Failure {
     Failure::definite(Diagnostic::error(RUNTIME, span, message))
+}
+
+/// The definite failure of a run that Ctrl-C stopped at the step issued at `span` (see
+/// [`crate::interrupt`]): no strategy absorbs it.
+pub fn interrupted(span: Span) -> Failure {
+    Failure::definite(
+        Diagnostic::error(INTERRUPTED, span, "interrupted (Ctrl-C)")
+            .label("stopped at this step")
+            .note("the step was not committed"),
+    )
 }
 
 /// How the engine's refusal counts for a recipe.

@@ -230,6 +230,19 @@ impl Interp<'_> {
                 let id = self.handle(arg(0))?;
                 Ok(Value::Str(describe(self.p, id)))
             }
+            "node" => {
+                let text = match eval(self, arg(0))? {
+                    Value::Str(t) => t,
+                    other => return Err(expected("a node id such as \"n12\"", &other, arg(0))),
+                };
+                let id = (text.parse::<NodeId>().ok()).filter(|id| self.p.node(*id).is_some());
+                id.map(Value::Node).ok_or_else(|| {
+                    runtime(
+                        arg(0).span,
+                        format!("the program has no node `{text}` (ids as the IR prints them, e.g. n12)"),
+                    )
+                })
+            }
             "params" => {
                 let (id, at) = self.map_arg(arg(0))?;
                 Ok(Value::Int(self.map_of(id, at)?.params.len() as i64))
@@ -403,6 +416,7 @@ mod tests {
         ("max", "max(2, 3.5)", "3.5"),
         ("min", "min(2, 3.5)", "2"),
         ("name", "name(maps()[0])", "map \"init\" (n"),
+        ("node", "exists(node(\"n0\"))", "true"),
         ("ops", "len(ops()) + len(ops(\"MatMul\"))", "0"),
         ("outermost", "outermost(maps()[1]) == maps()[1]", "true"),
         ("output_params", "output_params(maps()[1])", "1"),

@@ -8,7 +8,7 @@
 //! interpreter wraps them in a diagnostic at the expression or `choose` that asked.
 
 use crate::analysis::trace::IrTrace;
-use crate::analysis::{analyze, Options};
+use crate::analysis::{analyze, Options, Report};
 use crate::bench::Stats;
 use crate::codegen::Compiled;
 use crate::ir::{NodeKind, Program};
@@ -36,8 +36,9 @@ pub fn dmd(p: &Program) -> Result<f64, String> {
     Ok(report(p)?.total.dmd)
 }
 
-/// The whole analysis report behind [`dmd`] (per node and per array too), sampled the same way.
-pub fn report(p: &Program) -> Result<crate::analysis::Report, String> {
+/// The whole analysis behind [`dmd`]: the total, and each top-level node's DMD and bytes moved
+/// (what `dmove repl`'s `:cost` shows).
+pub fn report(p: &Program) -> Result<Report, String> {
     let p = lowered(p)?;
     let opts = Options {
         sample: sample_rate(work(&p)),

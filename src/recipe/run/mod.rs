@@ -33,9 +33,9 @@ use crate::recipe::ast;
 use crate::recipe::modules::Loaded;
 use crate::recipe::{Diagnostic, Span};
 use crate::transform::engine::{Checks, Engine, Step};
-use env::{Baseline, Env, Interp};
+use env::{Baseline, Carried, Interp};
 use failure::{Failure, RUNTIME};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// How to run a recipe.
 #[derive(Clone, Debug, Default)]
@@ -122,61 +122,49 @@ impl From<Diagnostic> for RunError {
 /// committed before it (each refused step itself rolled back) and the error's report says what
 /// they were.
 pub fn run(l: &Loaded, p: &mut Program, opts: &RunOptions) -> Result<RunReport, RunError> {
+    let mut engine = Engine::new(opts.checks.clone());
+    let mut baseline = Baseline::new(p.clone());
+    run_with(l, p, opts, &mut engine, &mut baseline).map(|(_, carried)| carried.report)
+}
+
+/// [`run`] with the caller's engine and baseline, returning the parameter space and what the
+/// interpreter accumulated (the variables `main` bound included), so more statements can go on
+/// from it: an interactive session replays its recipe this way.
+pub fn run_with(
+    l: &Loaded,
+    p: &mut Program,
+    opts: &RunOptions,
+    engine: &mut Engine,
+    baseline: &mut Baseline,
+) -> Result<(params::ParamSpace, Carried), RunError> {
     let main = main_block(l)?;
     let (space, mut values) =
         params::resolve_params(l, &opts.set, &opts.fixed).map_err(first_of)?;
-    let mut engine = Engine::new(opts.checks.clone());
-    let mut baseline = Baseline::new(p.clone());
     let decisions = {
         let mut run_main = |q: &mut Program,
                             vals: &BTreeMap<String, ParamValue>,
                             checks: &Checks|
          -> Result<(), Diagnostic> {
             engine.checks = checks.clone();
-            let mut it = interp(l, q, opts, &space, vals, &mut engine, &mut baseline);
+            let start = Carried::start(vals.clone());
+            let mut it = Interp::new(l, q, opts, &space, engine, baseline, start);
             it.block(main).map_err(Failure::into_diagnostic)
         };
         choose::decide(l, &space, &mut values, p, opts, &mut run_main)?
     };
     engine.checks = opts.checks.clone();
-    let mut it = interp(l, p, opts, &space, &values, &mut engine, &mut baseline);
-    let outcome = it.block(main);
-    let mut report = std::mem::take(&mut it.report);
-    report.params = values;
-    report.decisions = decisions;
+    let start = Carried::start(values.clone());
+    let mut it = Interp::new(l, p, opts, &space, engine, baseline, start);
+    let outcome = it.statements(&main.stmts);
+    let mut carried = it.into_carried();
+    carried.report.params = values;
+    carried.report.decisions = decisions;
     match outcome {
-        Ok(()) => Ok(report),
+        Ok(()) => Ok((space, carried)),
         Err(f) => Err(RunError {
             diagnostic: f.into_diagnostic(),
-            report,
+            report: carried.report,
         }),
-    }
-}
-
-fn interp<'a>(
-    l: &'a Loaded,
-    p: &'a mut Program,
-    opts: &'a RunOptions,
-    space: &'a params::ParamSpace,
-    values: &BTreeMap<String, ParamValue>,
-    engine: &'a mut Engine,
-    baseline: &'a mut Baseline,
-) -> Interp<'a> {
-    Interp {
-        l,
-        p,
-        opts,
-        space,
-        values: values.clone(),
-        engine,
-        baseline,
-        report: RunReport::default(),
-        env: Env::new(0),
-        removed_by: HashMap::new(),
-        described: HashMap::new(),
-        patterns: HashMap::new(),
-        rules: Vec::new(),
-        silenced: 0,
     }
 }
 

@@ -13,7 +13,7 @@ use super::apply::{admits, bad, refusal_node, rejected, ParamClass};
 use super::describe::{describe, describe_all, show};
 use super::env::Interp;
 use super::eval::eval;
-use super::failure::{classify, Failure, Flow, RefusalKind, NOT_APPLICABLE, NO_MATCH};
+use super::failure::{classify, interrupted, Failure, Flow, RefusalKind, NOT_APPLICABLE, NO_MATCH};
 use super::value::{MatchValue, Value};
 use crate::ir::NodeId;
 use crate::pattern::{Match, Matcher, NodeClass, Pattern, Pred};
@@ -121,6 +121,9 @@ impl Interp<'_> {
                     match self.engine.plan(self.p, t, &site, &none) {
                         Ok(planned) => {
                             site.iter().for_each(|id| self.remember(&Value::Node(*id)));
+                            if crate::interrupt::requested() {
+                                return Err(interrupted(span));
+                            }
                             return match self.engine.commit(self.p, t, planned) {
                                 Ok(step) => {
                                     self.record(step, span);
@@ -155,6 +158,9 @@ impl Interp<'_> {
                 let done = self.engine.apply_repeatedly(self.p, t, &none, &budget);
                 for step in done.steps {
                     self.record(step, span);
+                }
+                if done.stop == StopReason::Interrupted {
+                    return Err(interrupted(span));
                 }
                 if let Some(r) = done.refused.first() {
                     let at = refusal_node(r).map_or("a candidate".into(), |n| describe(self.p, n));

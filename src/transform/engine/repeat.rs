@@ -37,6 +37,8 @@ pub enum StopReason {
     StepLimit,
     /// The wall-time budget ran out.
     TimeLimit,
+    /// Ctrl-C ([`crate::interrupt`]): the steps before it are kept, like at any other stop.
+    Interrupted,
 }
 
 /// What repeated application did.
@@ -72,6 +74,9 @@ impl Engine {
         let stop = loop {
             if steps.len() >= budget.max_steps {
                 break StopReason::StepLimit;
+            }
+            if crate::interrupt::requested() {
+                break StopReason::Interrupted;
             }
             if budget
                 .max_time
