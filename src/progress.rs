@@ -1,5 +1,5 @@
-//! Progress reporting for long commands (benchmarks, conformance): a bar on standard error when
-//! it is a terminal a person watches, plain `· message` lines otherwise.
+//! Progress reporting for long commands (benchmarks, conformance, recipe runs): a bar on
+//! standard error when it is a terminal a person watches, plain `· message` lines otherwise.
 //!
 //! A bar never appears in machine-readable output: a command printing JSON, or whose standard
 //! error is a pipe or a file, gets [`Mode::Lines`] from [`Mode::for_stderr`]
@@ -9,13 +9,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
 /// How progress is shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// A bar redrawn on standard error (a terminal).
     Bar,
     /// One `· message` line on standard error per step.
     Lines,
     /// Nothing at all.
+    #[default]
     Quiet,
 }
 
@@ -27,6 +28,15 @@ impl Mode {
             Mode::Bar
         } else {
             Mode::Lines
+        }
+    }
+
+    /// This mode without the lines: for work whose steps are too many to log a line each (a
+    /// recipe's checked rewrites), which shows a bar on a terminal and nothing otherwise.
+    pub fn without_lines(self) -> Mode {
+        match self {
+            Mode::Bar => Mode::Bar,
+            _ => Mode::Quiet,
         }
     }
 }
@@ -53,6 +63,31 @@ impl Progress {
             eprintln!("· {title}");
         }
         Progress { mode, bar }
+    }
+
+    /// A task whose number of steps is not known in advance: a spinner with the count so far.
+    pub fn unbounded(mode: Mode, title: &str) -> Progress {
+        let bar = (mode == Mode::Bar).then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template("{prefix} {spinner} {pos} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            bar.set_style(style);
+            bar.set_prefix(title.to_string());
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        });
+        if mode == Mode::Lines {
+            eprintln!("· {title}");
+        }
+        Progress { mode, bar }
+    }
+
+    /// Runs `f` with the bar hidden, so what it prints (on either stream) is not overdrawn.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
     }
 
     /// Says what the current step is doing.

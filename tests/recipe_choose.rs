@@ -75,6 +75,7 @@ fn opts(set: &[(&str, &str)], fixed: Values, measure: bool) -> RunOptions {
         fixed,
         measure,
         seed: 1,
+        ..RunOptions::default()
     }
 }
 

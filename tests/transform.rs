@@ -181,7 +181,14 @@ fn std_cpu_keeps_results_and_parallelizes_the_matmul_rows() {
     let mut p = common::matmul(70, 9, 33);
     let original = p.clone();
     let recipe = dmove::demo::cpu_recipe().expect("std::cpu checks");
-    let report = dmove::demo::optimize(&recipe, &mut p, &Checks::default(), 1).expect("runs");
+    let report = dmove::demo::optimize(
+        &recipe,
+        &mut p,
+        &Checks::default(),
+        1,
+        dmove::progress::Mode::Quiet,
+    )
+    .expect("runs");
     let names: Vec<&str> = (report.steps.iter())
         .map(|s| s.step.transformation.as_str())
         .collect();

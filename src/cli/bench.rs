@@ -14,6 +14,7 @@ use crate::demo::bench::{
     Prepared,
 };
 use crate::demo::suite;
+use crate::plot::{bench_chart, Timing};
 use crate::progress::{Mode, Progress};
 use crate::transform::engine::Checks;
 use serde::Serialize;
@@ -64,6 +65,10 @@ pub struct BenchArgs {
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also draw each workload's timings as a bar chart (median, min–max whiskers) into this
+    /// SVG file; with several workloads (`--suite`), one file each, named `STEM-WORKLOAD.svg`.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Seed of the random inputs (and of the suite's weights).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -156,10 +161,52 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         );
         write_output(Path::new("-"), text.as_bytes())?;
     }
+    if let Some(path) = &args.plot {
+        write_charts(path, &idle)?;
+    }
     for m in idle.iter().chain(loaded.iter().flatten()) {
         require_agreement(&m.rows)?;
     }
     Ok(())
+}
+
+/// One bench chart per measured workload (the idle runs): at `path` for a single workload,
+/// beside it as `STEM-NAME.EXT` for several. Rows without timings (a missing peer) are left out.
+fn write_charts(path: &Path, measured: &[Measured]) -> Result<(), CliError> {
+    for m in measured {
+        let timings: Vec<Timing> = (m.rows.iter())
+            .filter_map(|r| {
+                let s = r.stats.as_ref()?;
+                Some(Timing {
+                    label: r.variant.clone(),
+                    median_ms: s.median_ms,
+                    min_ms: s.min_ms,
+                    max_ms: s.max_ms,
+                    reps: s.reps,
+                })
+            })
+            .collect();
+        let title = format!("{}: {}", m.name, m.title);
+        let file = if measured.len() == 1 {
+            path.to_path_buf()
+        } else {
+            chart_path(path, &m.name)
+        };
+        write_output(&file, bench_chart(&title, &timings).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `dir/stem.ext` → `dir/stem-name.ext` (the workload's name is a suite identifier).
+fn chart_path(path: &Path, name: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or("bench".into(), |s| s.to_string_lossy());
+    let file = match path.extension() {
+        Some(ext) => format!("{stem}-{name}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{name}.svg"),
+    };
+    path.with_file_name(file)
 }
 
 fn options(args: &BenchArgs) -> BenchOptions {

@@ -1,6 +1,6 @@
 //! `dmove conformance DIR`: the ONNX backend test cases, each reported as it finishes (one line,
 //! or one JSON object per line with `--json`), then a summary; optionally checked against (or
-//! written to) the manifest of cases expected to pass. On a terminal a progress line on
+//! written to) the manifest of cases expected to pass. On a terminal a progress bar on
 //! standard error says how far the run is; pipes and `--json` never get one.
 
 use super::CliError;
@@ -9,6 +9,7 @@ use crate::conformance::{
     run_suite, select, worker, CaseResult, Options, Report, Status, Summary, Worker,
     DEFAULT_TIMEOUT,
 };
+use crate::progress::{Mode, Progress};
 use serde::Serialize;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -90,10 +91,9 @@ pub fn conformance(args: &ConformanceArgs) -> Result<(), CliError> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     };
-    lock().draw_progress();
     let report = run_suite(&cases, &opts, &|case| lock().case(case));
-    let stream = lock();
-    stream.clear_progress();
+    let mut stream = lock();
+    stream.progress = None;
     let seconds = stream.start.elapsed().as_secs_f64();
     let check = expected
         .as_ref()
@@ -164,12 +164,12 @@ struct Closing<'a> {
 }
 
 /// Where results go as cases finish: standard output (a line or a JSON object per case) and,
-/// on a terminal, a progress line on standard error that each printed line moves down.
+/// on a terminal, a progress bar on standard error that each printed line moves down.
 struct Stream {
     json: bool,
     quiet: bool,
-    /// Whether standard error is a terminal that gets the progress line (never with `--json`).
-    progress: bool,
+    /// The bar on a terminal's standard error (never with `--json`; gone once the run ends).
+    progress: Option<Progress>,
     total: usize,
     start: Instant,
     counts: Summary,
@@ -180,7 +180,8 @@ impl Stream {
         Stream {
             json: args.json,
             quiet: args.quiet,
-            progress: !args.json && std::io::stderr().is_terminal(),
+            progress: (!args.json && std::io::stderr().is_terminal())
+                .then(|| Progress::new(Mode::Bar, "conformance", total as u64)),
             total,
             start: Instant::now(),
             counts: Summary::default(),
@@ -196,10 +197,15 @@ impl Stream {
             } else {
                 line(case)
             };
-            self.clear_progress();
-            self.emit(&text);
+            match &self.progress {
+                Some(bar) => bar.suspend(|| self.emit(&text)),
+                None => self.emit(&text),
+            }
         }
-        self.draw_progress();
+        if let Some(bar) = &self.progress {
+            bar.step(&self.progress_text());
+            bar.advance();
+        }
     }
 
     /// One line on standard output. A reader that went away (`| head`) does not stop the run
@@ -208,23 +214,7 @@ impl Stream {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
-    fn draw_progress(&self) {
-        if self.progress {
-            let _ = write!(
-                std::io::stderr().lock(),
-                "\r\x1b[2K{}",
-                self.progress_text()
-            );
-        }
-    }
-
-    fn clear_progress(&self) {
-        if self.progress {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-        }
-    }
-
-    /// `[120/860] 110 pass, 3 fail, 6 unsupported, 1 timeout; ETA 4m12s`.
+    /// `110 pass, 3 fail, 6 unsupported, 1 timeout; ETA 4m12s` (the bar shows `120/860`).
     fn progress_text(&self) -> String {
         let s = &self.counts;
         let eta = match s.cases {
@@ -235,8 +225,8 @@ impl Stream {
             }
         };
         format!(
-            "[{}/{}] {} pass, {} fail, {} unsupported, {} timeout; ETA {eta}",
-            s.cases, self.total, s.passed, s.failed, s.unsupported, s.timeout
+            "{} pass, {} fail, {} unsupported, {} timeout; ETA {eta}",
+            s.passed, s.failed, s.unsupported, s.timeout
         )
     }
 }

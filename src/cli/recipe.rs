@@ -317,6 +317,7 @@ pub fn user_run(set: BTreeMap<String, String>, seed: u64) -> RunOptions {
         fixed: BTreeMap::new(),
         measure: true,
         seed,
+        progress: crate::progress::Mode::for_stderr(false).without_lines(),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::bench::workload::{Reference, Workload};
 use crate::bench::Row;
 use crate::ir::Program;
 use crate::onnx::{import, load_model, ImportOptions};
-use crate::progress::Progress;
+use crate::progress::{Mode, Progress};
 use crate::recipe::Loaded;
 use crate::transform::engine::Checks;
 
@@ -65,7 +65,8 @@ pub fn prepare(
     opts: &BenchOptions,
 ) -> Result<Prepared, DemoError> {
     let mut optimized = library.clone();
-    let report = optimize(recipe, &mut optimized, &opts.checks, opts.seed)?;
+    // The caller's bar counts workloads; a spinner of steps under it would fight it for the line.
+    let report = optimize(recipe, &mut optimized, &opts.checks, opts.seed, Mode::Quiet)?;
     crate::ops::expand::expand_all(&mut optimized)?;
     Ok(Prepared {
         workload: Workload::new(name, library, onnx, opts.seed)?,

@@ -112,7 +112,7 @@ pub fn run(
         optimized,
         recipe,
         report,
-    } = pipeline(&cfg, opts.seed, &opts.checks)?;
+    } = pipeline(&cfg, opts.seed, &opts.checks, progress)?;
     say("running the reference interpreter");
     let workload = Workload::new("encoder layer", library, Some(bytes), opts.seed)?;
     let peers: &[Peer] = if opts.peer {
@@ -165,12 +165,17 @@ struct Pipeline {
 /// The standard recipe the demo runs.
 const CPU_RECIPE: &str = "std::cpu";
 
-fn pipeline(cfg: &EncoderConfig, seed: u64, checks: &Checks) -> Result<Pipeline, DemoError> {
+fn pipeline(
+    cfg: &EncoderConfig,
+    seed: u64,
+    checks: &Checks,
+    progress: Mode,
+) -> Result<Pipeline, DemoError> {
     let bytes = encoder_model(cfg, seed);
     let library = import(&load_model(&bytes)?, &ImportOptions::default())?;
     let mut optimized = library.clone();
     let recipe = cpu_recipe()?;
-    let report = optimize(&recipe, &mut optimized, checks, seed)?;
+    let report = optimize(&recipe, &mut optimized, checks, seed, progress)?;
     Ok(Pipeline {
         bytes,
         library,
@@ -199,11 +204,13 @@ pub fn optimize(
     p: &mut Program,
     checks: &Checks,
     seed: u64,
+    progress: Mode,
 ) -> Result<RunReport, DemoError> {
     let opts = RunOptions {
         checks: checks.clone(),
         measure: false,
         seed,
+        progress: progress.without_lines(),
         ..RunOptions::default()
     };
     run_recipe(recipe, p, &opts).map_err(|e| {
@@ -227,7 +234,7 @@ pub fn programs(
     seed: u64,
     checks: &Checks,
 ) -> Result<(Program, Program, RunReport), DemoError> {
-    let p = pipeline(cfg, seed, checks)?;
+    let p = pipeline(cfg, seed, checks, Mode::Quiet)?;
     let mut baseline = p.library;
     expand_all(&mut baseline)?;
     Ok((baseline, p.optimized, p.report))

@@ -43,6 +43,20 @@ fn assert_measured(v: &Value, name: &str) {
     assert_eq!(v["agrees"], true, "{name}: {v}");
 }
 
+/// `--plot`'s chart is a well-formed SVG with a labelled bar row per measured variant.
+fn assert_chart_has_rows(path: &Path, variants: &[&str]) {
+    let svg = std::fs::read_to_string(path).expect("the chart was written");
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    let texts: Vec<&str> = (doc.descendants())
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    for v in variants {
+        let label = format!("{v} (2 runs)");
+        assert!(texts.contains(&label.as_str()), "{label} in {texts:?}");
+    }
+}
+
 /// Whether `python3` can import `modules` (peers are optional; CI installs onnxruntime).
 fn importable(modules: &str) -> bool {
     std::process::Command::new("python3")
@@ -54,7 +68,13 @@ fn importable(modules: &str) -> bool {
 #[test]
 fn json_has_every_variant_with_its_figures() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let v = bench_json(&fixture("mlp.onnx"), &[], None, dir.path());
+    let v = bench_json(
+        &fixture("mlp.onnx"),
+        &["--plot", "chart.svg"],
+        None,
+        dir.path(),
+    );
+    assert_chart_has_rows(&dir.path().join("chart.svg"), &["baseline", "dmove"]);
     assert!(v["machine"]["cpus"].as_u64().is_some_and(|c| c >= 1), "{v}");
     assert!(v["machine"]["peak_assumption"].is_string(), "{v}");
     assert_eq!(v["settings"]["reps"], 2);

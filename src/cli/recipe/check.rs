@@ -147,6 +147,7 @@ fn replay(
         fixed: entry.replayed(),
         measure: false,
         seed,
+        ..RunOptions::default()
     };
     let mut now = execute(l, &model, &opts)?.entry;
     // The model's path is as the lock wrote it, not as reached from here.

@@ -74,7 +74,10 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| default_lock(&args.recipe));
     let model = load_model(&args.model, &args.bindings, &set, &lock_path)?;
-    let opts = user_run(set, args.seed);
+    let opts = RunOptions {
+        progress: crate::progress::Mode::for_stderr(args.json).without_lines(),
+        ..user_run(set, args.seed)
+    };
     let done = run_locked(loaded, &args.recipe, &model, &opts, &lock_path)?;
     let outputs = write_outputs(&args.output, &done.program, &lock_path)?;
     let name = recipe_name(loaded, &args.recipe);

@@ -178,6 +178,11 @@ impl Interp<'_> {
         if crate::interrupt::requested() {
             return Err(interrupted(span));
         }
+        (self.progress).step(&format!(
+            "checking {} at {}",
+            t.name(),
+            describe_all(self.p, site)
+        ));
         match self.engine.apply(self.p, t, site, params) {
             Ok(step) => {
                 self.record(step, span);

@@ -20,6 +20,7 @@ use super::value::{ParamValue, Value};
 use super::{RecordedStep, RunOptions, RunReport};
 use crate::ir::{Node, NodeId, Program};
 use crate::pattern::Pattern;
+use crate::progress::Progress;
 use crate::recipe::ast;
 use crate::recipe::modules::Loaded;
 use crate::recipe::{Diagnostic, Span};
@@ -124,6 +125,8 @@ pub struct Interp<'a> {
     /// How many enclosing strategies absorb silenceable failures (diagnostics for them are kept
     /// short: computing the nearest candidate is for failures that reach the user).
     pub silenced: usize,
+    /// Shows each step as it is checked (see [`RunOptions::progress`]).
+    pub progress: Progress,
 }
 
 /// Rule recursion deeper than this is a definite error.
@@ -178,6 +181,7 @@ impl<'a> Interp<'a> {
             patterns: HashMap::new(),
             rules: Vec::new(),
             silenced: 0,
+            progress: Progress::unbounded(opts.progress, "recipe steps"),
         }
     }
 
@@ -242,6 +246,7 @@ impl Interp<'_> {
         for id in &step.removed {
             self.removed_by.insert(*id, index);
         }
+        self.progress.advance();
         self.report.steps.push(RecordedStep {
             step,
             rule: self.rules.last().cloned(),

@@ -50,6 +50,9 @@ pub struct RunOptions {
     /// Whether `time()` and bench searches run (`false` in `dmove check`).
     pub measure: bool,
     pub seed: u64,
+    /// How the run shows its checked steps as they happen (a spinner on `dmove run`'s terminal;
+    /// quiet by default, and always in `dmove check` and tests).
+    pub progress: crate::progress::Mode,
 }
 
 /// What a run did.
