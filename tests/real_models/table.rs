@@ -40,20 +40,19 @@ pub fn markdown(rows: &[Row], onnx: &str) -> String {
          |---|---|---|---|--:|--:|--:|--:|--:|---|\n"
     );
     for r in rows {
-        s.push_str(&format!(
-            "| {} | {} / {} | {} | {} | {:.1} | {:.1} | {:.1e} | {:.1e} | {:.1e} | {} |\n",
-            r.model,
-            r.opset,
-            r.ir_version,
+        let cells = [
+            r.model.clone(),
+            format!("{} / {}", r.opset, r.ir_version),
             r.ops.join(", "),
-            r.bindings,
-            r.import_ms,
-            r.lower_ms,
-            r.oracle_abs,
-            r.oracle_rel,
-            r.c_abs,
-            r.oracle
-        ));
+            r.bindings.clone(),
+            format!("{:.1}", r.import_ms),
+            format!("{:.1}", r.lower_ms),
+            format!("{:.1e}", r.oracle_abs),
+            format!("{:.1e}", r.oracle_rel),
+            format!("{:.1e}", r.c_abs),
+            r.oracle.clone(),
+        ];
+        s.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     s
 }
