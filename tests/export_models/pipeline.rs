@@ -9,6 +9,7 @@ use dmove::codegen::{BuildConfig, Compiled};
 use dmove::interp;
 use dmove::ir::validate::validate;
 use dmove::ir::{LibraryNode, NodeKind, Program, Tensor};
+use dmove::numerics::Comparison;
 use dmove::onnx::{import_bytes, ImportOptions};
 use dmove::ops::expand::expand_all;
 use std::collections::BTreeMap;
@@ -88,6 +89,13 @@ fn build_config() -> BuildConfig {
 /// it on the same inputs; the outputs must agree within `numerics` tolerances. Returns the
 /// interpreter's outputs.
 pub fn interpreter_and_c_agree(p: &Program, inputs: &Tensors) -> Tensors {
+    let want = interpret(p, inputs);
+    c_agrees(&lower_fully(p), inputs, &want);
+    want
+}
+
+/// The interpreter's outputs of `p`, checked to be every graph output (at least one).
+pub fn interpret(p: &Program, inputs: &Tensors) -> Tensors {
     let want = interp::run(p, inputs).expect("the interpreter runs the imported model");
     // `compare_outputs` walks the expected outputs: with none it would accept anything.
     assert_eq!(
@@ -96,19 +104,33 @@ pub fn interpreter_and_c_agree(p: &Program, inputs: &Tensors) -> Tensors {
         "the interpreter computes every graph output"
     );
     assert!(!want.is_empty(), "the model has no outputs to compare");
+    want
+}
+
+/// `p` with every operator expanded into maps and tasklets: valid, no library node left.
+pub fn lower_fully(p: &Program) -> Program {
     let mut lowered = p.clone();
     expand_all(&mut lowered).expect("every operator expands");
     validate(&lowered).expect("the lowered program is valid");
     assert!(library_ops(&lowered).is_empty(), "library nodes left");
-    let compiled = Compiled::build_with(&lowered, &build_config()).expect("the C compiles");
+    lowered
+}
+
+/// Compiles `lowered` to C, runs it on `inputs` and checks its outputs against `want` (the
+/// interpreter's) within `numerics` tolerances; returns the comparison of each output.
+pub fn c_agrees(
+    lowered: &Program,
+    inputs: &Tensors,
+    want: &Tensors,
+) -> BTreeMap<String, Comparison> {
+    let compiled = Compiled::build_with(lowered, &build_config()).expect("the C compiles");
     let got = compiled.run(inputs).expect("the compiled model runs");
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
         want.keys().collect::<Vec<_>>(),
         "the compiled model returns the interpreter's outputs"
     );
-    compare_outputs(&got, &want).expect("C matches the interpreter");
-    want
+    compare_outputs(&got, want).expect("C matches the interpreter")
 }
 
 fn sorted(names: &[String]) -> Vec<&String> {
