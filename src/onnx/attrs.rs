@@ -47,13 +47,16 @@ pub fn convert(
     attribute_values(node, &node.attribute, label, schema)
 }
 
+/// A node's graph attributes by name.
+pub type GraphAttributes<'n> = BTreeMap<String, &'n GraphProto>;
+
 /// The attributes of a control-flow node (`If`, `Loop`, `Scan`), checked like [`convert`]'s:
 /// its graph attributes by name, and the others converted.
 pub fn convert_with_graphs<'n>(
     node: &'n NodeProto,
     label: &str,
     schema: Option<&Schema>,
-) -> Result<(BTreeMap<String, Attr>, BTreeMap<String, &'n GraphProto>), OnnxError> {
+) -> Result<(BTreeMap<String, Attr>, GraphAttributes<'n>), OnnxError> {
     if let Some(schema) = schema {
         check_declared(node, label, schema)?;
     }

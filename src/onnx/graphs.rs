@@ -133,7 +133,13 @@ mod tests {
             .output("c", [1])
             .into_graph();
         let outer = ModelBuilder::new("outer", 17)
-            .control_node("If", &["cond"], &["y"], vec![("then_branch", inner)], vec![])
+            .control_node(
+                "If",
+                &["cond"],
+                &["y"],
+                vec![("then_branch", inner)],
+                vec![],
+            )
             .into_graph();
         let renames = BTreeMap::from([
             ("a".to_string(), "A".to_string()),

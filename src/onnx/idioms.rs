@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 /// as a renaming, `Shape`/`Size` when their input's shape is static (otherwise the library
 /// must provide them), and the control flow it inlines (`If`, `Loop`, `Scan`; see
 /// `import::control`).
-pub const IMPORTER_HANDLED: [&str; 7] = ["Constant", "Dropout", "Shape", "Size", "If", "Loop", "Scan"];
+pub const IMPORTER_HANDLED: [&str; 7] =
+    ["Constant", "Dropout", "Shape", "Size", "If", "Loop", "Scan"];
 
 /// The value of `Shape` or `Size` computed from the input's type alone, or `None` when the
 /// operator is another one or the shape is not static. `Shape`'s `start`/`end` (opset 15) are

@@ -127,7 +127,11 @@ pub fn check_model(model: &ModelProto, origin: &str) -> Result<i64, OnnxError> {
             why: format!("sparse initializer `{name}` is a value the graph reads"),
         });
     }
-    let labelled = graph.node.iter().enumerate().map(|(i, n)| (node_label(n, i), n));
+    let labelled = graph
+        .node
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (node_label(n, i), n));
     check_domains(labelled, origin)?;
     Ok(version)
 }

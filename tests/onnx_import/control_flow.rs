@@ -38,7 +38,11 @@ fn run_both(p: &Program, inputs: &BTreeMap<String, Tensor>) -> BTreeMap<String, 
     let compiled = Compiled::build_with(&lowered, &config).expect("compiles");
     let from_c = compiled.run(inputs).expect("the C program runs");
     for (name, value) in &interpreted {
-        assert_eq!(from_c[name].to_f64_vec(), value.to_f64_vec(), "C output `{name}`");
+        assert_eq!(
+            from_c[name].to_f64_vec(),
+            value.to_f64_vec(),
+            "C output `{name}`"
+        );
     }
     interpreted
 }
@@ -84,7 +88,11 @@ fn if_on_a_constant_becomes_its_taken_branch() {
         let p = import(&model, &opts).expect("imports");
         let x = Tensor::f32(vec![1, 3], vec![1.0, 2.0, 3.0]);
         let out = run_both(&p, &feed(&[("x", x)]));
-        assert_eq!(values(&out, "y"), (vec![1, 3], want.to_vec()), "cond {cond}");
+        assert_eq!(
+            values(&out, "y"),
+            (vec![1, 3], want.to_vec()),
+            "cond {cond}"
+        );
     }
 }
 
@@ -113,8 +121,7 @@ fn if_on_a_shape_condition_folds_once_the_dimension_is_bound() {
     }
     let (reason, hint) = control_error(&model, &ImportOptions::default());
     assert!(
-        reason.contains("the condition (`cond`) is not known at import")
-            && reason.contains("`N`"),
+        reason.contains("the condition (`cond`) is not known at import") && reason.contains("`N`"),
         "{reason}"
     );
     assert!(hint.contains("--dim N=VALUE"), "{hint}");
@@ -164,9 +171,8 @@ fn loop_with_a_constant_trip_count_unrolls_threading_the_carried_sum() {
 
 #[test]
 fn loop_whose_trip_count_is_an_input_is_refused() {
-    let model = accumulating_loop(
-        ModelBuilder::new("loop", 17).input_typed("M", DType::I64, NO_DIMS),
-    );
+    let model =
+        accumulating_loop(ModelBuilder::new("loop", 17).input_typed("M", DType::I64, NO_DIMS));
     let (reason, hint) = control_error(&model, &ImportOptions::default());
     assert_eq!(
         reason,
@@ -219,7 +225,13 @@ fn nested_if_inside_a_loop_body_reads_both_enclosing_scopes() {
         .input("x", [2])
         .initializer_i64("M", &[], vec![3])
         .initializer("s0", &[2], vec![100.0, 100.0])
-        .control_node("Loop", &["M", "", "s0"], &["sum"], vec![("body", body)], vec![])
+        .control_node(
+            "Loop",
+            &["M", "", "s0"],
+            &["sum"],
+            vec![("body", body)],
+            vec![],
+        )
         .output("sum", [2])
         .build();
     let p = import(&model, &ImportOptions::default()).expect("imports");
@@ -249,7 +261,10 @@ fn cumulative_sum(input_direction: i64, output_axis: i64) -> ModelProto {
             vec![("body", body)],
             vec![
                 ("num_scan_inputs", AttrValue::Int(1)),
-                ("scan_input_directions", AttrValue::Ints(vec![input_direction])),
+                (
+                    "scan_input_directions",
+                    AttrValue::Ints(vec![input_direction]),
+                ),
                 ("scan_output_axes", AttrValue::Ints(vec![output_axis])),
             ],
         )
@@ -264,13 +279,22 @@ fn scan_computes_running_sums_forward_backward_and_along_another_axis() {
     let cases: [(i64, i64, Vec<usize>, Vec<f64>); 3] = [
         (0, 0, vec![4, 2], vec![1., 2., 4., 6., 9., 12., 16., 20.]),
         (1, 0, vec![4, 2], vec![7., 8., 12., 14., 15., 18., 16., 20.]),
-        (1, -1, vec![2, 4], vec![7., 12., 15., 16., 8., 14., 18., 20.]),
+        (
+            1,
+            -1,
+            vec![2, 4],
+            vec![7., 12., 15., 16., 8., 14., 18., 20.],
+        ),
     ];
     for (direction, axis, shape, want) in cases {
-        let p = import(&cumulative_sum(direction, axis), &ImportOptions::default())
-            .expect("imports");
+        let p =
+            import(&cumulative_sum(direction, axis), &ImportOptions::default()).expect("imports");
         let out = run_both(&p, &feed(&[("x", x.clone())]));
         assert_eq!(values(&out, "total"), (vec![2], vec![16.0, 20.0]));
-        assert_eq!(values(&out, "sums"), (shape, want), "direction {direction} axis {axis}");
+        assert_eq!(
+            values(&out, "sums"),
+            (shape, want),
+            "direction {direction} axis {axis}"
+        );
     }
 }

@@ -60,11 +60,23 @@ impl Importer<'_> {
         let (attrs, graphs) = convert_with_graphs(node, label, schema)?;
         let graph = |name: &str| {
             graphs.get(name).copied().ok_or_else(|| {
-                refusal(label, op, format!("graph attribute `{name}` is missing"), MALFORMED)
+                refusal(
+                    label,
+                    op,
+                    format!("graph attribute `{name}` is missing"),
+                    MALFORMED,
+                )
             })
         };
         match op {
-            "If" => self.if_node(index, node, label, graph("then_branch")?, graph("else_branch")?, b),
+            "If" => self.if_node(
+                index,
+                node,
+                label,
+                graph("then_branch")?,
+                graph("else_branch")?,
+                b,
+            ),
             "Loop" => self.loop_node(index, node, label, graph("body")?, b),
             _ => self.scan_node(index, node, label, &attrs, graph("body")?, b),
         }
@@ -81,10 +93,16 @@ impl Importer<'_> {
         b: &mut ScopeBuilder,
     ) -> Result<(), OnnxError> {
         let [cond] = node.input.as_slice() else {
-            let reason = format!("If has one input, the condition; this node has {}", node.input.len());
+            let reason = format!(
+                "If has one input, the condition; this node has {}",
+                node.input.len()
+            );
             return Err(refusal(label, "If", reason, MALFORMED));
         };
-        let taken = self.known(index, label, "If", "the condition", cond)?.get_f64(0) != 0.0;
+        let taken = self
+            .known(index, label, "If", "the condition", cond)?
+            .get_f64(0)
+            != 0.0;
         let (branch, scope) = match taken {
             true => (then_branch, format!("{label}/then")),
             false => (else_branch, format!("{label}/else")),
@@ -213,11 +231,20 @@ impl Importer<'_> {
 }
 
 /// The names of `graph`'s inputs, each non-empty.
-pub(super) fn input_names(graph: &GraphProto, label: &str, op: &str) -> Result<Vec<String>, OnnxError> {
+pub(super) fn input_names(
+    graph: &GraphProto,
+    label: &str,
+    op: &str,
+) -> Result<Vec<String>, OnnxError> {
     (graph.input.iter().enumerate())
         .map(|(k, v)| match v.name.as_deref() {
             Some(n) if !n.is_empty() => Ok(n.to_string()),
-            _ => Err(refusal(label, op, format!("body input #{k} has no name"), MALFORMED)),
+            _ => Err(refusal(
+                label,
+                op,
+                format!("body input #{k} has no name"),
+                MALFORMED,
+            )),
         })
         .collect()
 }

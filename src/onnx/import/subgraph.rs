@@ -39,7 +39,10 @@ impl Importer<'_> {
         let labelled: Vec<(String, &NodeProto)> = (graph.node.iter().enumerate())
             .map(|(i, n)| (format!("{scope}/{}", node_label(n, i)), n))
             .collect();
-        check_domains(labelled.iter().cloned(), &format!("the subgraph of `{scope}`"))?;
+        check_domains(
+            labelled.iter().cloned(),
+            &format!("the subgraph of `{scope}`"),
+        )?;
         check_supported(&labelled)?;
         check_versions(&labelled, self.opset)?;
         let mut renames = bindings.clone();
@@ -109,26 +112,15 @@ impl Importer<'_> {
         Ok(name)
     }
 
-    /// Imports a node control flow synthesises, labelled `label`, as if the model contained it.
+    /// Imports a node control flow synthesises (see [`synthetic`]) as if the model held it.
     pub(super) fn synthesized(
         &mut self,
         index: usize,
         b: &mut ScopeBuilder,
-        label: &str,
-        op: &str,
-        inputs: &[&str],
-        output: &str,
-        attrs: Vec<AttributeProto>,
+        node: NodeProto,
     ) -> Result<(), OnnxError> {
-        let node = NodeProto {
-            name: Some(label.to_string()),
-            op_type: Some(op.to_string()),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![output.to_string()],
-            attribute: attrs,
-            ..Default::default()
-        };
-        self.node(index, &node, label, b)
+        let label = node.name.clone().unwrap_or_default();
+        self.node(index, &node, &label, b)
     }
 
     /// `dst` (an output of the control-flow node `label`) becomes a copy of container `src`:
@@ -142,7 +134,7 @@ impl Importer<'_> {
         dst: &str,
     ) -> Result<(), OnnxError> {
         let copy = format!("{label}/copy_{dst}");
-        self.synthesized(index, b, &copy, IDENTITY, &[src], dst, vec![])
+        self.synthesized(index, b, synthetic(&copy, IDENTITY, &[src], dst, vec![]))
     }
 
     /// `dst` = the `values` (equal shapes) stacked along a new axis `axis` of the result, in
@@ -174,7 +166,8 @@ impl Importer<'_> {
                 .chain(axes_input.as_deref())
                 .collect();
             let unsqueeze = format!("{label}/stack_{dst}_{k}");
-            self.synthesized(index, b, &unsqueeze, "Unsqueeze", &inputs, &piece, axes_attr.clone())?;
+            let node = synthetic(&unsqueeze, "Unsqueeze", &inputs, &piece, axes_attr.clone());
+            self.synthesized(index, b, node)?;
             pieces.push(piece);
         }
         if single {
@@ -183,6 +176,28 @@ impl Importer<'_> {
         let inputs: Vec<&str> = pieces.iter().map(String::as_str).collect();
         let concat = format!("{label}/stack_{dst}");
         let axis_attr = vec![attribute("axis", AttrValue::Int(axis))];
-        self.synthesized(index, b, &concat, "Concat", &inputs, dst, axis_attr)
+        self.synthesized(
+            index,
+            b,
+            synthetic(&concat, "Concat", &inputs, dst, axis_attr),
+        )
+    }
+}
+
+/// A one-output node labelled `label` that control flow adds around an inlined body.
+pub(super) fn synthetic(
+    label: &str,
+    op: &str,
+    inputs: &[&str],
+    output: &str,
+    attrs: Vec<AttributeProto>,
+) -> NodeProto {
+    NodeProto {
+        name: Some(label.to_string()),
+        op_type: Some(op.to_string()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.to_string()],
+        attribute: attrs,
+        ..Default::default()
     }
 }

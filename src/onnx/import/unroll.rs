@@ -6,6 +6,7 @@
 //! length is a static extent of its scanned inputs.
 
 use super::control::{input_names, ints_or_zeros, refusal, MALFORMED};
+use super::subgraph::synthetic;
 use super::Importer;
 use crate::ir::build::ScopeBuilder;
 use crate::ir::{Attr, Buffer, SymExpr, Tensor};
@@ -56,7 +57,10 @@ impl Importer<'_> {
         }
         let given = |k: usize| Some(&node.input[k]).filter(|t| !t.is_empty());
         let trip = match given(0) {
-            Some(m) => Some(self.known(index, label, op, "the trip count M", m)?.to_i64_vec()[0]),
+            Some(m) => Some(
+                self.known(index, label, op, "the trip count M", m)?
+                    .to_i64_vec()[0],
+            ),
             None => None,
         };
         let mut cond = match given(1) {
@@ -77,7 +81,7 @@ impl Importer<'_> {
             scanned: vec![Vec::new(); body.output.len() - 1 - carried_count],
         };
         let mut i: i64 = 0;
-        while cond && trip.map_or(true, |m| i < m) {
+        while cond && trip.is_none_or(|m| i < m) {
             if trip.is_none() {
                 self.charge_unrolled(label, op, 1, body.node.len())?;
             }
@@ -88,13 +92,14 @@ impl Importer<'_> {
                 (&body_inputs[1], bool_scalar(cond)),
             ];
             for (name, value) in counters.into_iter().filter(|(n, _)| read.contains(*n)) {
-                let container = self.fresh_constant(b, &scope, &format!("{scope}/{name}"), value)?;
+                let container =
+                    self.fresh_constant(b, &scope, &format!("{scope}/{name}"), value)?;
                 bindings.insert(name.clone(), container);
             }
             bindings.extend(body_inputs[2..].iter().cloned().zip(state.carried.clone()));
             let results = self.inline(index, &scope, body, &bindings, b)?;
             i += 1;
-            if trip.map_or(true, |m| i < m) {
+            if trip.is_none_or(|m| i < m) {
                 let what = format!("the condition computed by iteration {}", i - 1);
                 cond = self.known(index, label, op, &what, &results[0])?.get_f64(0) != 0.0;
             }
@@ -155,17 +160,31 @@ impl Importer<'_> {
         let inputs = self.containers(index, label, op, &node.input)?;
         let (states, sequences) = inputs.split_at(state_count);
         let mut slicing = Vec::with_capacity(scanned_count);
-        for ((name, &axis), tensor) in sequences.iter().zip(&in_axes).zip(&node.input[state_count..]) {
+        for ((name, &axis), tensor) in sequences
+            .iter()
+            .zip(&in_axes)
+            .zip(&node.input[state_count..])
+        {
             let shape = self.resolve_input(index, label, tensor)?.shape;
             let axis = normalize(axis, shape.len(), label, "scan_input_axes")?;
-            slicing.push((name.clone(), axis, sequence_length(&shape[axis], tensor, label)?));
+            slicing.push((
+                name.clone(),
+                axis,
+                sequence_length(&shape[axis], tensor, label)?,
+            ));
         }
         let length = slicing[0].2;
         if let Some((_, _, other)) = slicing.iter().find(|s| s.2 != length) {
-            let reason = format!("its scanned inputs have different lengths ({length} and {other})");
+            let reason =
+                format!("its scanned inputs have different lengths ({length} and {other})");
             return Err(refusal(label, op, reason, MALFORMED));
         }
-        self.charge_unrolled(label, op, u64::try_from(length).unwrap_or(u64::MAX), body.node.len())?;
+        self.charge_unrolled(
+            label,
+            op,
+            u64::try_from(length).unwrap_or(u64::MAX),
+            body.node.len(),
+        )?;
         let consts = self.inline_initializers(label, body, b)?;
         let mut state = Unrolled {
             carried: states.to_vec(),
@@ -182,7 +201,8 @@ impl Importer<'_> {
                     Some(name) => name.clone(),
                     None => {
                         let value = Tensor::i64(vec![], vec![at]);
-                        let name = self.fresh_constant(b, label, &format!("{label}/at{at}"), value)?;
+                        let name =
+                            self.fresh_constant(b, label, &format!("{label}/at{at}"), value)?;
                         positions.insert(at, name.clone());
                         name
                     }
@@ -191,7 +211,14 @@ impl Importer<'_> {
                 let element = self.reserve(b, &format!("{scope}/{element_name}"));
                 let gather = format!("{scope}/slice_{element_name}");
                 let axis_attr = vec![attribute("axis", AttrValue::Int(*axis as i64))];
-                self.synthesized(index, b, &gather, "Gather", &[sequence, &position], &element, axis_attr)?;
+                let node = synthetic(
+                    &gather,
+                    "Gather",
+                    &[sequence, &position],
+                    &element,
+                    axis_attr,
+                );
+                self.synthesized(index, b, node)?;
                 bindings.insert(element_name.clone(), element);
             }
             let results = self.inline(index, &scope, body, &bindings, b)?;
@@ -228,7 +255,12 @@ impl Importer<'_> {
         b: &mut ScopeBuilder,
     ) -> Result<(), OnnxError> {
         let carried_count = state.carried.len();
-        for (k, dst) in node.output.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+        for (k, dst) in node
+            .output
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.is_empty())
+        {
             if k < carried_count {
                 self.copy_into(index, b, label, &state.carried[k], dst)?;
                 continue;
@@ -239,9 +271,17 @@ impl Importer<'_> {
                     "it runs no iteration, so scan output `{dst}` would be empty with a shape \
                      only the body's run could tell"
                 );
-                return Err(refusal(label, op, reason, "give the loop at least one iteration"));
+                return Err(refusal(
+                    label,
+                    op,
+                    reason,
+                    "give the loop at least one iteration",
+                ));
             };
-            let rank = self.types.get(self.resolve(first)).map_or(0, |t| t.shape.len());
+            let rank = self
+                .types
+                .get(self.resolve(first))
+                .map_or(0, |t| t.shape.len());
             let axis = normalize(axes[k - carried_count], rank + 1, label, "scan_output_axes")?;
             self.stack_into(index, b, label, values, axis as i64, dst)?;
         }
@@ -260,10 +300,13 @@ fn bool_scalar(value: bool) -> Tensor {
 fn normalize(axis: i64, rank: usize, label: &str, attr: &str) -> Result<usize, OnnxError> {
     let signed_rank = i64::try_from(rank).unwrap_or(i64::MAX);
     let resolved = if axis < 0 { axis + signed_rank } else { axis };
-    usize::try_from(resolved).ok().filter(|a| *a < rank).ok_or_else(|| {
-        let reason = format!("`{attr}` has axis {axis}, outside rank {rank}");
-        refusal(label, "Scan", reason, MALFORMED)
-    })
+    usize::try_from(resolved)
+        .ok()
+        .filter(|a| *a < rank)
+        .ok_or_else(|| {
+            let reason = format!("`{attr}` has axis {axis}, outside rank {rank}");
+            refusal(label, "Scan", reason, MALFORMED)
+        })
 }
 
 /// The static length of the scanned axis `extent` of `tensor`.
