@@ -3,6 +3,8 @@
 
 #[path = "onnx_import/bad_input.rs"]
 mod bad_input;
+#[path = "onnx_import/control_flow.rs"]
+mod control_flow;
 #[path = "onnx_import/symbolic.rs"]
 mod symbolic;
 

@@ -8,6 +8,7 @@ use crate::codegen::Compiled;
 use crate::interp;
 use crate::ir::validate::validate;
 use crate::ir::{DType, Program, Tensor};
+use crate::onnx::graphs::labelled_nodes;
 use crate::onnx::idioms::{require_bound_inputs, IMPORTER_HANDLED};
 use crate::onnx::load::is_default_domain;
 use crate::onnx::proto::type_proto::Value as TypeValue;
@@ -182,15 +183,14 @@ fn evaluate(dir: &Path, c: bool, stage: &StageCell) -> Result<Outcome, Failure> 
 }
 
 /// Operators (as `domain::op` outside the default domain) that dmove neither implements nor
-/// promises; empty when the case must pass.
+/// promises, in the graph or any of its subgraphs; empty when the case must pass.
 fn unsupported_ops(model: &ModelProto) -> BTreeSet<String> {
     let Some(graph) = &model.graph else {
         return BTreeSet::new();
     };
-    graph
-        .node
-        .iter()
-        .filter_map(|n| {
+    labelled_nodes(graph)
+        .into_iter()
+        .filter_map(|(_, n)| {
             let op = n.op_type.clone().unwrap_or_default();
             let domain = n.domain.as_deref().unwrap_or_default();
             if !is_default_domain(domain) {
@@ -217,9 +217,10 @@ fn unsupported_types(model: &ModelProto) -> BTreeSet<String> {
         }
     });
     let stored = graph.initializer.iter().filter_map(|t| t.data_type);
-    let cast_targets = graph
-        .node
+    let nodes = labelled_nodes(graph);
+    let cast_targets = nodes
         .iter()
+        .map(|(_, n)| n)
         .filter(|n| n.op_type.as_deref() == Some("Cast"))
         .flat_map(|n| &n.attribute)
         .filter(|a| a.name.as_deref() == Some("to"))

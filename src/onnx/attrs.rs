@@ -3,7 +3,7 @@
 use super::error::OnnxError;
 use super::opsets::{type_name, Schema};
 use super::proto::attribute_proto::AttributeType;
-use super::proto::{AttributeProto, NodeProto};
+use super::proto::{AttributeProto, GraphProto, NodeProto};
 use super::tensor::decode_tensor;
 use crate::ir::{Attr, DType, Tensor};
 use std::collections::BTreeMap;
@@ -44,8 +44,50 @@ pub fn convert(
     if let Some(schema) = schema {
         check_declared(node, label, schema)?;
     }
+    attribute_values(node, &node.attribute, label, schema)
+}
+
+/// A node's graph attributes by name.
+pub type GraphAttributes<'n> = BTreeMap<String, &'n GraphProto>;
+
+/// The attributes of a control-flow node (`If`, `Loop`, `Scan`), checked like [`convert`]'s:
+/// its graph attributes by name, and the others converted.
+pub fn convert_with_graphs<'n>(
+    node: &'n NodeProto,
+    label: &str,
+    schema: Option<&Schema>,
+) -> Result<(BTreeMap<String, Attr>, GraphAttributes<'n>), OnnxError> {
+    if let Some(schema) = schema {
+        check_declared(node, label, schema)?;
+    }
+    let (graphs, plain): (Vec<&AttributeProto>, Vec<&AttributeProto>) = node
+        .attribute
+        .iter()
+        .partition(|a| kind(a) == AttributeType::Graph);
+    let plain: Vec<AttributeProto> = plain.into_iter().cloned().collect();
+    let attrs = attribute_values(node, &plain, label, schema)?;
     let mut out = BTreeMap::new();
-    for a in &node.attribute {
+    for a in graphs {
+        let name = a.name.clone().unwrap_or_default();
+        let graph =
+            a.g.as_ref()
+                .ok_or_else(|| OnnxError::attribute(label, &name, "the graph is missing"))?;
+        if out.insert(name.clone(), graph).is_some() {
+            return Err(OnnxError::attribute(label, &name, "given twice"));
+        }
+    }
+    Ok((attrs, out))
+}
+
+/// Converts `attributes` (those of `node`, or a part of them) to IR attributes.
+fn attribute_values(
+    node: &NodeProto,
+    attributes: &[AttributeProto],
+    label: &str,
+    schema: Option<&Schema>,
+) -> Result<BTreeMap<String, Attr>, OnnxError> {
+    let mut out = BTreeMap::new();
+    for a in attributes {
         let name = a.name.clone().unwrap_or_default();
         if name.is_empty() {
             return Err(OnnxError::EmptyName {

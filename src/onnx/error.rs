@@ -283,6 +283,17 @@ pub enum OnnxError {
         source: Box<OpError>,
     },
 
+    #[error("node `{node}` ({op}) cannot be imported: {reason}")]
+    #[diagnostic(code(dmove::onnx::control_flow), help("{hint}"))]
+    ControlFlow {
+        node: String,
+        /// `If`, `Loop` or `Scan`.
+        op: String,
+        reason: String,
+        /// What would make it importable.
+        hint: String,
+    },
+
     #[error("the imported program is invalid: {0}")]
     #[diagnostic(code(dmove::onnx::invalid_ir))]
     InvalidIr(#[from] InvalidIr),

@@ -9,9 +9,11 @@ use crate::ops::TensorType;
 use std::collections::BTreeMap;
 
 /// Operators the importer handles without the operator library: `Constant` always, `Dropout`
-/// as a renaming, and `Shape`/`Size` when their input's shape is static (otherwise the library
-/// must provide them).
-pub const IMPORTER_HANDLED: [&str; 4] = ["Constant", "Dropout", "Shape", "Size"];
+/// as a renaming, `Shape`/`Size` when their input's shape is static (otherwise the library
+/// must provide them), and the control flow it inlines (`If`, `Loop`, `Scan`; see
+/// `import::control`).
+pub const IMPORTER_HANDLED: [&str; 7] =
+    ["Constant", "Dropout", "Shape", "Size", "If", "Loop", "Scan"];
 
 /// The value of `Shape` or `Size` computed from the input's type alone, or `None` when the
 /// operator is another one or the shape is not static. `Shape`'s `start`/`end` (opset 15) are

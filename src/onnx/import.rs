@@ -1,11 +1,15 @@
 //! ONNX graph → IR [`Program`] with one library node per ONNX node (see the module docs of
 //! [`crate::onnx`] for the contract).
 
+mod control;
 mod legacy;
 mod nodes;
+mod subgraph;
+mod unroll;
 
 use super::attrs::constant_value;
 use super::error::{OnnxError, UnsupportedNode};
+use super::graphs::mentioned_names;
 use super::idioms::IMPORTER_HANDLED;
 use super::load::{check_model, load_file, load_model, node_label};
 use super::opsets::{resolve, VersionRefusal};
@@ -93,8 +97,9 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
         .enumerate()
         .map(|(i, n)| node_label(n, i))
         .collect();
-    check_supported(graph, &labels)?;
-    check_versions(graph, &labels, opset)?;
+    let labelled: Vec<(String, &NodeProto)> = labels.iter().cloned().zip(&graph.node).collect();
+    check_supported(&labelled)?;
+    check_versions(&labelled, opset)?;
     let name = graph
         .name
         .clone()
@@ -110,9 +115,10 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
         producer: BTreeMap::new(),
         declared: BTreeMap::new(),
         outputs: BTreeSet::new(),
-        all_names: all_names(graph),
+        all_names: mentioned_names(graph),
         alias: BTreeMap::new(),
         unbound_values: BTreeMap::new(),
+        unrolled: 0,
     };
     let mut p = Program::new(name);
     imp.initializers(&mut p)?;
@@ -125,13 +131,11 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
     Ok(p)
 }
 
-/// Lists every node whose operator the library lacks, all at once.
-fn check_supported(graph: &GraphProto, labels: &[String]) -> Result<(), OnnxError> {
-    let nodes: Vec<UnsupportedNode> = graph
-        .node
+/// Lists every node (with its label) whose operator the library lacks, all at once.
+fn check_supported(labelled: &[(String, &NodeProto)]) -> Result<(), OnnxError> {
+    let nodes: Vec<UnsupportedNode> = labelled
         .iter()
-        .zip(labels)
-        .filter_map(|(n, label)| {
+        .filter_map(|(label, n)| {
             let op = n.op_type.clone().unwrap_or_default();
             let known = IMPORTER_HANDLED.contains(&op.as_str()) || ops::lookup(&op).is_some();
             (!known).then(|| UnsupportedNode {
@@ -148,14 +152,12 @@ fn check_supported(graph: &GraphProto, labels: &[String]) -> Result<(), OnnxErro
     }
 }
 
-/// Lists every node whose operator definition (the one the model's opset selects) dmove does
-/// not implement, all at once.
-fn check_versions(graph: &GraphProto, labels: &[String], opset: i64) -> Result<(), OnnxError> {
-    let nodes: Vec<(String, VersionRefusal)> = graph
-        .node
+/// Lists every node (with its label) whose operator definition (the one the model's opset
+/// selects) dmove does not implement, all at once.
+fn check_versions(labelled: &[(String, &NodeProto)], opset: i64) -> Result<(), OnnxError> {
+    let nodes: Vec<(String, VersionRefusal)> = labelled
         .iter()
-        .zip(labels)
-        .filter_map(|(n, label)| {
+        .filter_map(|(label, n)| {
             let op = n.op_type.as_deref().unwrap_or_default();
             resolve(op, opset).err().map(|r| (label.clone(), r))
         })
@@ -165,24 +167,6 @@ fn check_versions(graph: &GraphProto, labels: &[String], opset: i64) -> Result<(
     } else {
         Err(OnnxError::OperatorVersions { nodes })
     }
-}
-
-/// Every tensor name the model mentions, so generated names can avoid them.
-fn all_names(graph: &GraphProto) -> BTreeSet<String> {
-    let vi = graph
-        .input
-        .iter()
-        .chain(&graph.output)
-        .chain(&graph.value_info);
-    vi.filter_map(|v| v.name.clone())
-        .chain(graph.initializer.iter().filter_map(|t| t.name.clone()))
-        .chain(
-            graph
-                .node
-                .iter()
-                .flat_map(|n| n.input.iter().chain(&n.output).cloned()),
-        )
-        .collect()
 }
 
 /// Import state shared by the phases.
@@ -207,6 +191,9 @@ struct Importer<'m> {
     /// fold, and what is computed from them) → those symbols, to name them when a node needs
     /// such a value as a constant.
     unbound_values: BTreeMap<String, BTreeSet<String>>,
+    /// Body nodes imported so far by unrolling `Loop`s and `Scan`s, against
+    /// [`control::UNROLL_LIMIT`].
+    unrolled: usize,
 }
 
 fn non_empty(name: Option<&String>, what: impl FnOnce() -> String) -> Result<String, OnnxError> {
@@ -304,9 +291,24 @@ impl<'m> Importer<'m> {
     }
 
     fn nodes(&mut self, b: &mut ScopeBuilder) -> Result<(), OnnxError> {
-        for (i, node) in self.graph.node.iter().enumerate() {
-            let label = &self.labels[i];
-            if node.op_type.as_deref() == Some("Constant") {
+        let (graph, labels) = (self.graph, self.labels);
+        for (i, node) in graph.node.iter().enumerate() {
+            self.any_node(i, node, &labels[i], b)?;
+        }
+        Ok(())
+    }
+
+    /// One node of the graph or of an inlined subgraph (`index` is the position of the
+    /// top-level node it comes from): a `Constant`, a control-flow node, or an ordinary one.
+    fn any_node(
+        &mut self,
+        index: usize,
+        node: &NodeProto,
+        label: &str,
+        b: &mut ScopeBuilder,
+    ) -> Result<(), OnnxError> {
+        match node.op_type.as_deref() {
+            Some("Constant") => {
                 let [out] = node.output.as_slice() else {
                     return Err(OnnxError::attribute(
                         label,
@@ -315,12 +317,11 @@ impl<'m> Importer<'m> {
                     ));
                 };
                 let value = constant_value(node, label, self.opts.base_dir.as_deref())?;
-                self.constant_result(b, label, out, value)?;
-            } else {
-                self.node(i, node, label, b)?;
+                self.constant_result(b, label, out, value)
             }
+            Some(op) if control::CONTROL_FLOW.contains(&op) => self.control(index, node, label, b),
+            _ => self.node(index, node, label, b),
         }
-        Ok(())
     }
 
     /// The container that holds tensor `name`: itself, or the input of the `Identity`/`Dropout`

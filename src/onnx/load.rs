@@ -127,26 +127,37 @@ pub fn check_model(model: &ModelProto, origin: &str) -> Result<i64, OnnxError> {
             why: format!("sparse initializer `{name}` is a value the graph reads"),
         });
     }
+    let labelled = graph
+        .node
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (node_label(n, i), n));
+    check_domains(labelled, origin)?;
+    Ok(version)
+}
+
+/// Refuses nodes outside the default domain, all at once, by their labels.
+pub fn check_domains<'n>(
+    nodes: impl IntoIterator<Item = (String, &'n NodeProto)>,
+    origin: &str,
+) -> Result<(), OnnxError> {
     let mut foreign: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (i, node) in graph.node.iter().enumerate() {
+    for (label, node) in nodes {
         let domain = node.domain.as_deref().unwrap_or("");
         if !is_default_domain(domain) {
-            foreign
-                .entry(domain.to_string())
-                .or_default()
-                .push(node_label(node, i));
+            foreign.entry(domain.to_string()).or_default().push(label);
         }
     }
-    if !foreign.is_empty() {
-        return Err(OnnxError::UnknownDomains {
-            origin: origin.to_string(),
-            domains: foreign
-                .into_iter()
-                .map(|(d, nodes)| format!("`{d}` (nodes: {})", nodes.join(", ")))
-                .collect(),
-        });
+    if foreign.is_empty() {
+        return Ok(());
     }
-    Ok(version)
+    Err(OnnxError::UnknownDomains {
+        origin: origin.to_string(),
+        domains: foreign
+            .into_iter()
+            .map(|(d, nodes)| format!("`{d}` (nodes: {})", nodes.join(", ")))
+            .collect(),
+    })
 }
 
 /// The version of the default operator set the model imports, if any.

@@ -50,6 +50,12 @@
 //!   (default -1) and get no `opset` attribute. Attributes that later opsets turned into inputs
 //!   are passed through as written. A `Split` without `split` sizes or `num_outputs` gets
 //!   `num_outputs` = its output count.
+//! - **Control flow.** `If`, `Loop` and `Scan` leave no node of their own: an `If` whose
+//!   condition is known at import becomes its taken branch, a `Loop` with a known trip count
+//!   and condition and a `Scan` with a static sequence length are unrolled ([`graphs`],
+//!   `import::control`). Subgraph nodes are labelled `<node>/then/<label>`,
+//!   `<node>/iter<i>/<label>`, and what they define is named `<scope>/<name>` (made fresh);
+//!   anything else is refused naming what is not known and the flags that would bind it.
 //! - **Types.** Output types come from [`crate::ops::Operator::infer`] in node order, with the
 //!   values of constant inputs available; declared types (`value_info`, graph outputs) are
 //!   checked against them wherever both sides are static.
@@ -58,6 +64,7 @@
 
 pub mod attrs;
 pub mod error;
+pub mod graphs;
 pub mod idioms;
 pub mod import;
 pub mod load;

@@ -89,7 +89,7 @@ fn value_info(name: &str, elem: DataType, dims: Vec<DimSpec>) -> ValueInfoProto 
     }
 }
 
-fn attribute(name: &str, value: AttrValue) -> AttributeProto {
+pub(crate) fn attribute(name: &str, value: AttrValue) -> AttributeProto {
     let mut a = AttributeProto {
         name: Some(name.to_string()),
         ..Default::default()
@@ -285,6 +285,34 @@ impl ModelBuilder {
             ..Default::default()
         });
         self
+    }
+
+    /// A control-flow node (`If`, `Loop`, `Scan`): `graphs` are its graph attributes (bodies and
+    /// branches, built with [`ModelBuilder::into_graph`]), `attrs` the others.
+    pub fn control_node(
+        mut self,
+        op: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        graphs: Vec<(&str, GraphProto)>,
+        attrs: Vec<(&str, AttrValue)>,
+    ) -> Self {
+        self = self.node(op, inputs, outputs, attrs);
+        let node = self.graph.node.last_mut().expect("just added");
+        node.attribute
+            .extend(graphs.into_iter().map(|(name, g)| AttributeProto {
+                name: Some(name.to_string()),
+                r#type: Some(AttributeType::Graph as i32),
+                g: Some(g),
+                ..Default::default()
+            }));
+        self
+    }
+
+    /// The graph alone, as the body or branch of a control-flow node: its inputs, outputs,
+    /// initializers and nodes (the opset is the enclosing model's).
+    pub fn into_graph(self) -> GraphProto {
+        self.graph
     }
 
     /// A `Constant` node whose `value` attribute is a float tensor.
