@@ -265,7 +265,7 @@ impl RangeOp {
     fn scalars(ts: [&Tensor; 3]) -> Result<[f64; 3], OpError> {
         let mut out = [0.0; 3];
         for (i, t) in ts.iter().enumerate() {
-            if !t.shape.is_empty() {
+            if t.shape.iter().product::<usize>() != 1 || t.shape.len() > 1 {
                 return Err(OpError::shape(
                     "Range",
                     format!("input {i} must be a scalar, got shape {:?}", t.shape),
@@ -307,7 +307,14 @@ impl Operator for RangeOp {
         for i in 0..3 {
             let t = input_type("Range", inputs, i)?;
             super::support::same_dtype("Range", first, t, i)?;
-            if !t.shape.is_empty() {
+            // A one-element vector is read as its scalar, as ONNX Runtime and the reference
+            // do (ONNX's own function bodies, AffineGrid's among them, pass one).
+            let one_element = match t.shape.as_slice() {
+                [] => true,
+                [n] => n.as_int() == Some(1),
+                _ => false,
+            };
+            if !one_element {
                 return Err(OpError::shape(
                     "Range",
                     format!("input {i} must be a scalar, got rank {}", t.shape.len()),
@@ -340,16 +347,20 @@ impl Operator for RangeOp {
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
         let (start, start_desc) = ctx.input(0)?.clone();
-        let (delta, _) = ctx.input(2)?.clone();
+        let (delta, delta_desc) = ctx.input(2)?.clone();
         let (y, y_desc) = ctx.output(0)?.clone();
         let (params, idx) = params_over("i", &y_desc.shape);
-        let scalar = || Subset::element(vec![SymExpr::Int(0); start_desc.shape.len()]);
+        // The one element of a scalar or of a one-element vector.
+        let first = |rank: usize| Subset::element(vec![SymExpr::Int(0); rank]);
         let value = TExpr::binary(
             BinOp::Add,
             TExpr::input("s"),
             TExpr::binary(BinOp::Mul, TExpr::Index(idx[0].clone()), TExpr::input("d")),
         );
-        let inputs = vec![In("s", &start, scalar()), In("d", &delta, scalar())];
+        let inputs = vec![
+            In("s", &start, first(start_desc.shape.len())),
+            In("d", &delta, first(delta_desc.shape.len())),
+        ];
         super::index::lookup_map(ctx.b, &ctx.label, &params, inputs, (&y, idx), None, value);
         Ok(())
     }
