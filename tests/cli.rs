@@ -85,7 +85,7 @@ fn readme_tour_runs_as_written() {
     }
     let c = dmove(&["c", "c.ir"], d);
     assert!(c.status.success(), "{}", stderr(&c));
-    assert!(String::from_utf8_lossy(&c.stdout).contains("#pragma omp parallel for"));
+    assert!(String::from_utf8_lossy(&c.stdout).contains("#pragma omp for"));
     let refused = dmove(
         &["apply", "mlp.ir", "-t", "MapFusion", "--at", "n13,n19"],
         d,

@@ -3,6 +3,8 @@
 
 #[path = "codegen/errors.rs"]
 mod errors;
+#[path = "codegen/region.rs"]
+mod region;
 #[path = "codegen/support.rs"]
 mod support;
 
@@ -64,7 +66,7 @@ fn elementwise_parallel_map_with_many_operators() {
         );
     });
     let c = build(&p);
-    assert!(c.source().contains("#pragma omp parallel for collapse(2)"));
+    assert!(c.source().contains("#pragma omp for collapse(2) nowait"));
     let xs = values(15, 1);
     let out = run(&c, &[("X", Tensor::f32(vec![3, 5], xs.clone()))]);
     let expected: Vec<f32> = xs
@@ -88,7 +90,9 @@ fn matmul_sequential() {
 #[test]
 fn matmul_with_parallel_rows_needs_no_atomics() {
     let c = build(&matmul(Schedule::Parallel, Schedule::Sequential));
-    assert!(c.source().contains("#pragma omp parallel for collapse(2)"));
+    // The init map runs once, behind a barrier, before the rows are shared out.
+    assert!(c.source().contains("#pragma omp single\n"));
+    assert!(c.source().contains("#pragma omp for collapse(2) nowait"));
     assert!(!c.source().contains("omp atomic"));
     check_matmul(&c);
 }
@@ -124,7 +128,7 @@ fn parallel_map_over_reduction_parameter_keeps_it_sequential() {
         );
     });
     let c = build(&p);
-    assert!(c.source().contains("#pragma omp parallel for\n"));
+    assert!(c.source().contains("#pragma omp for nowait\n"));
     assert!(!c.source().contains("collapse") && !c.source().contains("omp atomic"));
     let xs = values(24, 3);
     let out = run(&c, &[("X", Tensor::f32(vec![4, 6], xs.clone()))]);

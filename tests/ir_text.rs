@@ -150,6 +150,21 @@ fn sample_round_trips_exactly() {
 }
 
 #[test]
+fn a_parallel_maps_min_work_prints_and_round_trips() {
+    let mut p = sample();
+    for n in p.graph.nodes_mut() {
+        if let NodeKind::Map(m) = &mut n.kind {
+            m.min_work = 4096;
+        }
+    }
+    assert!(print(&p).contains(r#"map "acc" [i = 0:N, j = 0:8, k = 0:8] parallel min_work 4096 {"#));
+    assert_round_trips(&p);
+    let text = print_exact(&p).replace("min_work 4096", "min_work 99999999999999999999999");
+    let err = parse(&text).expect_err("does not fit");
+    assert!(format!("{err:?}").contains("min_work"), "{err:?}");
+}
+
+#[test]
 fn human_form_elides_large_constants_by_digest() {
     let p = sample();
     let text = print(&p);

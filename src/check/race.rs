@@ -318,6 +318,7 @@ mod tests {
         let map = MapNode {
             params: vec![param("i", Range::upto(8)), param("k", Range::upto(8))],
             schedule: crate::ir::Schedule::Sequential,
+            min_work: 0,
             body,
         };
         let mut p = Program::new("conflict");

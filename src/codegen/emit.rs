@@ -4,7 +4,8 @@
 
 use super::expr::ctype;
 use super::names::{comment_text, Names};
-use super::scope::{Emitter, Writer};
+use super::scope::Emitter;
+use super::writer::Writer;
 use super::{harness, helpers};
 use super::{CArg, CConstant, CProgram, CodegenError, Unlowered};
 use crate::ir::{
@@ -82,7 +83,7 @@ pub fn emit(p: &Program) -> Result<CProgram, CodegenError> {
     }
     let mut body = Emitter::new(&data, &mut names, 1);
     body.declare_scope(&[]);
-    body.graph(&graph)?;
+    body.entry(&graph)?;
     let (body, unbound) = body.finish();
     if !unbound.is_empty() {
         return Err(CodegenError::UnboundSymbols(unbound.into_iter().collect()));

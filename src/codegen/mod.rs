@@ -21,6 +21,7 @@ mod names;
 
 mod run;
 mod scope;
+mod writer;
 
 pub use compile::{cache_dir, BuildConfig, Compiled};
 pub use deliverable::{Deliverable, DeliverableError};

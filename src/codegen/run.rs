@@ -11,13 +11,30 @@ use std::process::Command;
 /// Lines of the program's stderr kept in an error.
 const STDERR_LINES: usize = 20;
 
+/// How long an idle OpenMP thread spins at a barrier before it sleeps (libgomp's
+/// `GOMP_SPINCOUNT`, in spin iterations: a few microseconds). libgomp's default spins about
+/// thirty times longer, which is cheap on an idle machine but on a loaded one burns the
+/// time slice a descheduled sibling needs to reach the barrier. Set for the generated program
+/// unless the environment already chooses a wait policy (`OMP_WAIT_POLICY`, `GOMP_SPINCOUNT`).
+const SPIN_COUNT: &str = "10000";
+
 impl Compiled {
     /// Runs the program once on `inputs` (by name) and returns its outputs by name.
     pub fn run(
         &self,
         inputs: &BTreeMap<String, Tensor>,
     ) -> Result<BTreeMap<String, Tensor>, CodegenError> {
-        Ok(self.execute(inputs, 0, 1, None)?.0)
+        self.run_threads(inputs, None)
+    }
+
+    /// [`Compiled::run`] with `OMP_NUM_THREADS=threads` for the program (the environment's
+    /// setting, or OpenMP's default, when `None`).
+    pub fn run_threads(
+        &self,
+        inputs: &BTreeMap<String, Tensor>,
+        threads: Option<usize>,
+    ) -> Result<BTreeMap<String, Tensor>, CodegenError> {
+        Ok(self.execute(inputs, 0, 1, threads)?.0)
     }
 
     /// Runs `warmup` untimed then `reps` timed calls of the entry point in one process and
@@ -63,6 +80,10 @@ impl Compiled {
         let mut command = Command::new(&self.binary);
         if let Some(n) = threads {
             command.env("OMP_NUM_THREADS", n.to_string());
+        }
+        let chosen = |var: &str| std::env::var_os(var).is_some();
+        if !chosen("OMP_WAIT_POLICY") && !chosen("GOMP_SPINCOUNT") {
+            command.env("GOMP_SPINCOUNT", SPIN_COUNT);
         }
         let result = crate::interrupt::output(
             command

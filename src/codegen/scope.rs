@@ -6,6 +6,7 @@
 use super::emit::{Class, DataInfo};
 use super::expr::{self, ctype, flat, from_compute, to_compute, TaskletC, WindowC};
 use super::names::{comment_text, Names};
+use super::writer::Writer;
 use super::{CodegenError, Unlowered};
 use crate::check::race::disjoint_across;
 use crate::ir::{
@@ -15,42 +16,7 @@ use crate::ir::{
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// An indenting line writer.
-#[derive(Default)]
-pub(crate) struct Writer {
-    out: String,
-    indent: usize,
-}
-
-impl Writer {
-    pub fn line(&mut self, s: impl AsRef<str>) {
-        for _ in 0..self.indent {
-            self.out.push_str("    ");
-        }
-        self.out.push_str(s.as_ref());
-        self.out.push('\n');
-    }
-
-    /// Appends pre-formatted text verbatim.
-    pub fn raw(&mut self, s: &str) {
-        self.out.push_str(s);
-    }
-
-    /// A line ending in `{`; following lines are indented until [`Writer::close`].
-    fn open(&mut self, s: impl AsRef<str>) {
-        self.line(s);
-        self.indent += 1;
-    }
-
-    fn close(&mut self) {
-        self.indent = self.indent.saturating_sub(1);
-        self.line("}");
-    }
-
-    pub fn into_string(self) -> String {
-        self.out
-    }
-}
+mod region;
 
 /// One enclosing map while its body is emitted.
 struct Level {
@@ -69,6 +35,10 @@ pub(crate) struct Emitter<'a> {
     /// The map that opened the OpenMP parallel region (index into `levels`) and how many of its
     /// leading parameters are distributed over threads.
     parallel: Option<(usize, usize)>,
+    /// Inside the entry function's parallel region: a parallel map is work-shared (`omp for`)
+    /// instead of opening a region of its own, ending without a barrier when `nowait`.
+    in_region: bool,
+    nowait: bool,
     /// Names used in expressions that are neither bound symbols nor parameters in scope.
     unbound: BTreeSet<String>,
 }
@@ -78,13 +48,12 @@ impl<'a> Emitter<'a> {
         Emitter {
             data,
             names,
-            w: Writer {
-                out: String::new(),
-                indent,
-            },
+            w: Writer::indented(indent),
             params: BTreeMap::new(),
             levels: Vec::new(),
             parallel: None,
+            in_region: false,
+            nowait: false,
             unbound: BTreeSet::new(),
         }
     }
@@ -115,29 +84,31 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub fn graph(&mut self, g: &Graph) -> Result<(), CodegenError> {
-        for idx in g.ordered() {
-            let node = g.node(idx);
-            match &node.kind {
-                NodeKind::Access(src) => {
-                    for e in g.out_edges(idx) {
-                        if let NodeKind::Access(dst) = &g.node(e.other).kind {
-                            self.copy(node.id, src, dst, &e.memlet.subset)?;
-                        }
+    fn graph(&mut self, g: &Graph) -> Result<(), CodegenError> {
+        g.ordered()
+            .into_iter()
+            .try_for_each(|idx| self.node(g, idx))
+    }
+
+    fn node(&mut self, g: &Graph, idx: NodeIndex) -> Result<(), CodegenError> {
+        let node = g.node(idx);
+        match &node.kind {
+            NodeKind::Access(src) => {
+                for e in g.out_edges(idx) {
+                    if let NodeKind::Access(dst) = &g.node(e.other).kind {
+                        self.copy(node.id, src, dst, &e.memlet.subset)?;
                     }
                 }
-                NodeKind::Map(m) => self.map(node, m)?,
-                NodeKind::Tasklet(t) => self.tasklet(g, idx, node, t)?,
-                NodeKind::Library(lib) => {
-                    return Err(CodegenError::NotLowered(vec![Unlowered {
-                        id: node.id,
-                        label: node.label.clone(),
-                        op: lib.op.clone(),
-                    }]))
-                }
+                Ok(())
             }
+            NodeKind::Map(m) => self.map(node, m),
+            NodeKind::Tasklet(t) => self.tasklet(g, idx, node, t),
+            NodeKind::Library(lib) => Err(CodegenError::NotLowered(vec![Unlowered {
+                id: node.id,
+                label: node.label.clone(),
+                op: lib.op.clone(),
+            }])),
         }
-        Ok(())
     }
 
     fn info(&self, data: &str) -> Result<&'a DataInfo, CodegenError> {
@@ -217,8 +188,7 @@ impl<'a> Emitter<'a> {
     /// One `for` per parameter, outermost first, with the schedule's pragma; then the locals of
     /// this scope and the body.
     fn map(&mut self, node: &Node, m: &MapNode) -> Result<(), CodegenError> {
-        let parallel_here =
-            m.schedule == Schedule::Parallel && self.parallel.is_none() && !m.params.is_empty();
+        let parallel_here = self.parallel.is_none() && distributes(m);
         let collapse = if parallel_here {
             self.distributed_count(node.id, m)
         } else {
@@ -231,6 +201,12 @@ impl<'a> Emitter<'a> {
             comment_text(&node.label),
             m.schedule.name()
         ));
+        if m.schedule == Schedule::Parallel && !m.params.is_empty() && !distributes(m) {
+            self.w.line(format!(
+                "/* one thread: estimated work below min_work {} */",
+                m.min_work
+            ));
+        }
         if m.schedule == Schedule::Vector && !simd {
             self.w
                 .line("/* no omp simd: lanes might write the same element */");
@@ -242,12 +218,7 @@ impl<'a> Emitter<'a> {
         for (j, p) in m.params.iter().enumerate() {
             let var = self.names.fresh("p_", &p.name);
             if j == 0 && parallel_here {
-                match collapse {
-                    1 => self.w.line("#pragma omp parallel for"),
-                    k => self
-                        .w
-                        .line(format!("#pragma omp parallel for collapse({k})")),
-                }
+                self.w.line(self.work_sharing(collapse));
             }
             if j == last && simd {
                 self.w.line("#pragma omp simd");
@@ -279,6 +250,22 @@ impl<'a> Emitter<'a> {
             self.w.close();
         }
         Ok(())
+    }
+
+    /// The pragma of a parallel map's outermost loop: a region of its own, or work-shared
+    /// inside the entry function's region.
+    fn work_sharing(&self, collapse: usize) -> String {
+        let mut pragma = String::from(match self.in_region {
+            true => "#pragma omp for",
+            false => "#pragma omp parallel for",
+        });
+        if collapse > 1 {
+            pragma.push_str(&format!(" collapse({collapse})"));
+        }
+        if self.in_region && self.nowait {
+            pragma.push_str(" nowait");
+        }
+        pragma
     }
 
     /// `omp simd` promises no dependences between lanes, so it is only emitted when every write
@@ -552,6 +539,14 @@ fn malformed(id: NodeId, message: String) -> CodegenError {
 
 fn sym_shape(d: &DataInfo) -> Vec<SymExpr> {
     d.shape.iter().map(|&n| SymExpr::from(n)).collect()
+}
+
+/// Whether a parallel map hands its iterations to threads: it has parameters and its estimated
+/// work reaches its `min_work` (work that cannot be estimated runs in parallel, as asked).
+fn distributes(m: &MapNode) -> bool {
+    m.schedule == Schedule::Parallel
+        && !m.params.is_empty()
+        && m.work().is_none_or(|w| w >= m.min_work)
 }
 
 /// Leading parameters whose ranges do not depend on each other: they form one rectangular

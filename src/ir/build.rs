@@ -238,6 +238,7 @@ impl<'p> ScopeBuilder<'p> {
             MapNode {
                 params,
                 schedule,
+                min_work: 0,
                 body: inner_graph,
             },
         );

@@ -2,6 +2,7 @@
 
 use super::data::DataDesc;
 use super::node::{Memlet, Node, NodeId, NodeKind};
+use super::sym::SymEnv;
 use super::tensor::Tensor;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
@@ -288,6 +289,35 @@ impl Graph {
         let mut best = None;
         self.walk(&mut |n| best = best.max(Some(n.id)));
         best
+    }
+
+    /// The work of one execution of this scope: tasklets run plus elements copied, nested maps
+    /// counting their body once per iteration. `None` when a trip count is not a constant
+    /// (bind symbols first).
+    pub fn work(&self) -> Option<u64> {
+        self.work_in(&mut SymEnv::new())
+    }
+
+    /// [`Graph::work`] inside maps whose parameters `outer` holds (see `MapNode::work_in`).
+    pub(crate) fn work_in(&self, outer: &mut SymEnv) -> Option<u64> {
+        self.g.node_indices().try_fold(0u64, |total, idx| {
+            let here = match &self.g[idx].kind {
+                NodeKind::Tasklet(_) => 1,
+                NodeKind::Map(m) => m.work_in(outer)?,
+                NodeKind::Access(_) => {
+                    let mut copied = 0u64;
+                    for e in self.out_edges(idx) {
+                        if matches!(self.g[e.other].kind, NodeKind::Access(_)) {
+                            let v = e.memlet.subset.volume().eval(outer).ok()?;
+                            copied = copied.checked_add(u64::try_from(v).ok()?)?;
+                        }
+                    }
+                    copied
+                }
+                NodeKind::Library(_) => 0,
+            };
+            total.checked_add(here)
+        })
     }
 
     /// Data containers accessed anywhere in this scope (including nested scopes).

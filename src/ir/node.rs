@@ -2,6 +2,7 @@
 
 use super::graph::Graph;
 use super::subset::{Range, Subset};
+use super::sym::SymEnv;
 use super::texpr::TExpr;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -190,7 +191,37 @@ pub struct MapParam {
 pub struct MapNode {
     pub params: Vec<MapParam>,
     pub schedule: Schedule,
+    /// For a parallel map: the estimated work (iterations times tasklets run per iteration,
+    /// see [`Graph::work`]) below which it runs on one thread, because waking threads and
+    /// joining them would cost more than the loop; 0 runs it in parallel whatever its size.
+    /// Other schedules ignore it.
+    pub min_work: u64,
     pub body: Graph,
+}
+
+impl MapNode {
+    /// Iterations times the work of one execution of the body (see [`Graph::work`]).
+    pub fn work(&self) -> Option<u64> {
+        self.work_in(&mut SymEnv::new())
+    }
+
+    /// [`MapNode::work`] inside maps whose parameters `outer` holds at their first value: a
+    /// range that depends on them (a tile's `t:min(t + 8, N)`) counts the trips of that first
+    /// iteration, which is exact when the tile divides its extent.
+    pub(crate) fn work_in(&self, outer: &mut SymEnv) -> Option<u64> {
+        let mut trips: u64 = 1;
+        for p in &self.params {
+            let len = p.range.len().eval(outer).ok()?.max(0);
+            trips = trips.checked_mul(u64::try_from(len).ok()?)?;
+            let first = p.range.start.eval(outer).ok()?;
+            outer.insert(p.name.clone(), first);
+        }
+        let body = self.body.work_in(outer);
+        for p in &self.params {
+            outer.remove(&p.name);
+        }
+        body?.checked_mul(trips)
+    }
 }
 
 /// A scalar computation: each output connector is assigned an expression over the inputs.

@@ -97,6 +97,15 @@ impl Dim {
         }
     }
 
+    /// The half-open interval of indices this dimension covers (its hull, ignoring the step),
+    /// when its bounds are constants.
+    fn interval(&self) -> Option<(i64, i64)> {
+        match self {
+            Dim::Index(e) => e.as_int().map(|i| (i, i + 1)),
+            Dim::Range(r) => Some((r.start.as_int()?, r.end.as_int()?)),
+        }
+    }
+
     pub fn free_symbols(&self) -> Vec<String> {
         match self {
             Dim::Index(e) => e.free_symbols(),
@@ -169,6 +178,21 @@ impl Subset {
         v.sort();
         v.dedup();
         v
+    }
+
+    /// True when the two subsets (of one container) provably share no element: in some
+    /// dimension their constant bounding intervals do not meet. Symbolic bounds prove nothing,
+    /// so subsets that cannot be evaluated without an environment count as overlapping.
+    pub fn provably_disjoint(&self, other: &Subset) -> bool {
+        self.rank() == other.rank()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .any(|(a, b)| match (a.interval(), b.interval()) {
+                    (Some((a0, a1)), Some((b0, b1))) => a1 <= b0 || b1 <= a0,
+                    _ => false,
+                })
     }
 
     /// The subset touched by all iterations of a map with the given parameters.
@@ -253,6 +277,33 @@ impl fmt::Display for Subset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disjointness_needs_one_separated_dimension_with_constant_bounds() {
+        let rows =
+            |a: i64, b: i64| Subset(vec![Dim::Range(Range::new(a, b)), Dim::Index(3.into())]);
+        assert!(rows(0, 4).provably_disjoint(&rows(4, 8)));
+        assert!(!rows(0, 5).provably_disjoint(&rows(4, 8)));
+        let column = |j: i64| Subset(vec![Dim::Range(Range::new(0, 8)), Dim::Index(j.into())]);
+        assert!(column(2).provably_disjoint(&column(3)));
+        assert!(!column(2).provably_disjoint(&column(2)));
+        let symbolic = Subset(vec![
+            Dim::Range(Range::upto(SymExpr::sym("N"))),
+            Dim::Index(9.into()),
+        ]);
+        assert!(
+            symbolic.provably_disjoint(&rows(0, 4)),
+            "the constant dimension separates them"
+        );
+        let symbolic = Subset(vec![
+            Dim::Range(Range::new(SymExpr::sym("N"), 8)),
+            Dim::Index(3.into()),
+        ]);
+        assert!(
+            !symbolic.provably_disjoint(&rows(0, 4)),
+            "a symbolic bound proves nothing"
+        );
+    }
 
     #[test]
     fn propagates_affine_indices_over_params() {

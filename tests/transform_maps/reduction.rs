@@ -5,7 +5,7 @@ use crate::{
     apply_checked, assert_matmul, compiled_matches_interpreter, map, map_id, param_names, refused,
 };
 use dmove::ir::{NodeKind, Storage};
-use dmove::transform::Params;
+use dmove::transform::{ParamValue, Params};
 
 #[test]
 fn register_accumulation_splits_off_the_reduction_loop() {
@@ -33,11 +33,13 @@ fn register_accumulation_splits_off_the_reduction_loop() {
 fn register_accumulation_in_a_parallel_map_compiles_without_atomics() {
     let mut p = common::matmul(9, 17, 8);
     let acc = map_id(&p, "acc");
-    apply_checked(&mut p, "Parallelize", &[acc], &Params::new());
+    // Parallel whatever its size (this small map is below the default `min_work`).
+    let always = Params::from([("min_work".to_string(), ParamValue::Int(0))]);
+    apply_checked(&mut p, "Parallelize", &[acc], &always);
     apply_checked(&mut p, "RegisterAccumulation", &[acc], &Params::new());
     assert_matmul(&p, 9, 17, 8);
     let source = compiled_matches_interpreter(&p);
-    assert!(source.contains("#pragma omp parallel for"), "{source}");
+    assert!(source.contains("#pragma omp for"), "{source}");
     let run = &source[source.find("void dm_run").expect("entry point")..];
     assert!(!run.contains("atomic"), "{run}");
 }

@@ -349,10 +349,21 @@ impl Reader {
                     Schedule::from_name,
                     &schedules,
                 )?;
-                let body_graph = self.scope(child(&mut parts, &body)?, depth)?;
+                let mut next = child(&mut parts, &body)?;
+                let mut min_work = 0;
+                if next.as_rule() == Rule::min_work {
+                    let value = child(&mut next.clone().into_inner(), &next)?;
+                    min_work = value
+                        .as_str()
+                        .parse()
+                        .map_err(|_| Fault::invalid("min_work", value.as_span(), "too large"))?;
+                    next = child(&mut parts, &body)?;
+                }
+                let body_graph = self.scope(next, depth)?;
                 let map = MapNode {
                     params,
                     schedule,
+                    min_work,
                     body: body_graph,
                 };
                 (label, NodeKind::Map(map))

@@ -187,6 +187,9 @@ fn node(n: &Node, level: usize, out: &mut String) {
                 params.join(", "),
                 m.schedule.name()
             ));
+            if m.min_work != 0 {
+                out.push_str(&format!("min_work {} ", m.min_work));
+            }
             scope(&m.body, level, out);
         }
         NodeKind::Tasklet(t) => {

@@ -336,6 +336,7 @@ fn fuse_bodies(pm: MapNode, cm: MapNode, t: &str, scalar: &str) -> MapNode {
     MapNode {
         params: cm.params,
         schedule: cm.schedule,
+        min_work: cm.min_work,
         body,
     }
 }

@@ -284,6 +284,7 @@ fn merge(first: MapNode, second: MapNode) -> MapNode {
     MapNode {
         params: first.params,
         schedule: first.schedule,
+        min_work: first.min_work,
         body,
     }
 }

@@ -384,6 +384,7 @@ fn copy_map(b: &mut ScopeBuilder<'_>, st: &Staging, inward: bool) -> MapNode {
     MapNode {
         params,
         schedule: Schedule::Sequential,
+        min_work: 0,
         body: std::mem::take(&mut b.graph),
     }
 }

@@ -7,12 +7,19 @@
 //! Legal when no two iterations write the same element without write-conflict resolution and no
 //! iteration reads what another writes (see `check::race`). Nested parallel maps are refused:
 //! the outer level already uses every core.
+//!
+//! `min_work` is recorded on the map: where its estimated work (iterations times tasklets per
+//! iteration, `MapNode::work`) is below it, the generated code runs it on one thread, because
+//! handing out a loop and waiting at its barrier costs microseconds and a small map is done
+//! sooner alone. The default, 16384, is several times that cost at roughly a nanosecond per
+//! tasklet; 0 parallelizes whatever the size.
 
 use crate::check::race::parallel_conflict;
 use crate::ir::{Graph, NodeId, NodeKind, Schedule};
 use crate::transform::support::maps::set_schedule;
 use crate::transform::{
-    expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
+    expect_map, refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
+    Role, Schema, Transformation,
 };
 
 pub struct Parallelize;
@@ -26,7 +33,15 @@ const SCHEMA: Schema = Schema {
         NodeClass::Map,
         "the map to run in parallel",
     )],
-    params: &[],
+    params: &[ParamDecl {
+        name: "min_work",
+        kind: ParamKind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: Default::Int(16384),
+        doc: "estimated work (iterations x tasklets) below which the map runs on one thread; 0: always parallel",
+    }],
 };
 
 impl Transformation for Parallelize {
@@ -36,7 +51,11 @@ impl Transformation for Parallelize {
 
     fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
         let Call {
-            p, site, legality, ..
+            p,
+            site,
+            args,
+            legality,
+            ..
         } = call;
         let id = site[0];
         let map = expect_map(self, p, id)?;
@@ -53,12 +72,13 @@ impl Transformation for Parallelize {
         if contains_parallel(&map.body) {
             return Err(refuse(self, id, "its body already contains a parallel map"));
         }
+        let min_work = u64::try_from(args.int("min_work")?).unwrap_or(0);
         legality.holds(match parallel_conflict(map, p) {
             Some(why) => Err(refuse(self, id, why)),
             None => Ok(()),
         })?;
         Ok(Plan::new(move |p| {
-            set_schedule(&Parallelize, p, id, Schedule::Parallel)
+            set_schedule(&Parallelize, p, id, Schedule::Parallel, min_work)
         }))
     }
 }

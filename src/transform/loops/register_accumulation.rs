@@ -91,6 +91,7 @@ fn accumulate(
     let inner = MapNode {
         params: red.reduced.clone(),
         schedule: Schedule::Sequential,
+        min_work: 0,
         body,
     };
     let mut ids = || edit.fresh_id();

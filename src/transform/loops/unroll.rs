@@ -89,7 +89,7 @@ impl Transformation for Unroll {
             ));
         }
         Ok(Plan::new(move |p| {
-            set_schedule(&Unroll, p, id, Schedule::Unrolled)
+            set_schedule(&Unroll, p, id, Schedule::Unrolled, 0)
         }))
     }
 }

@@ -96,6 +96,7 @@ impl Transformation for Vectorize {
         let lanes_only = MapNode {
             params: vec![lane.clone()],
             schedule: Schedule::Sequential,
+            min_work: 0,
             body: map.body.clone(),
         };
         legality.holds(match parallel_conflict(&lanes_only, p) {
@@ -103,7 +104,7 @@ impl Transformation for Vectorize {
             None => Ok(()),
         })?;
         Ok(Plan::new(move |p| {
-            set_schedule(&Vectorize, p, id, Schedule::Vector)
+            set_schedule(&Vectorize, p, id, Schedule::Vector, 0)
         }))
     }
 }

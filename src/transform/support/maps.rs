@@ -70,11 +70,13 @@ pub(crate) fn set_schedule(
     p: &mut Program,
     id: NodeId,
     schedule: Schedule,
+    min_work: u64,
 ) -> Result<Vec<NodeId>, NotApplicable> {
     let edit = p.edit(id).ok_or_else(|| refuse(t, id, "no such node"))?;
     match &mut edit.graph.node_mut(edit.idx).kind {
         NodeKind::Map(m) => {
             m.schedule = schedule;
+            m.min_work = min_work;
             Ok(vec![id])
         }
         other => Err(refuse(

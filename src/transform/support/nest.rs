@@ -16,6 +16,7 @@ pub(crate) fn nest(
     let empty = MapNode {
         params: Vec::new(),
         schedule: Schedule::Sequential,
+        min_work: 0,
         body: Graph::default(),
     };
     let map = match &mut edit.graph.node_mut(edit.idx).kind {
@@ -29,6 +30,7 @@ pub(crate) fn nest(
         let inner = MapNode {
             params: inner_params,
             schedule: Schedule::Sequential,
+            min_work: 0,
             body: map.body,
         };
         b.map_node(inner_id, &format!("{label}_{inner_suffix}"), inner);
@@ -38,6 +40,7 @@ pub(crate) fn nest(
         *m = MapNode {
             params: outer_params,
             schedule: map.schedule,
+            min_work: map.min_work,
             body,
         };
     }

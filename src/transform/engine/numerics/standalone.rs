@@ -203,6 +203,7 @@ fn copy_in(s: &mut Program, input: &str, data: &str, at: NodeIndex) {
         kind: NodeKind::Map(MapNode {
             params,
             schedule: Schedule::Sequential,
+            min_work: 0,
             body,
         }),
     };

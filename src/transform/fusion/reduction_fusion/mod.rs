@@ -227,7 +227,7 @@ fn fuse(p: &mut Program, f: Fusion) -> Result<Vec<NodeId>, NotApplicable> {
         (p.edit(first)).ok_or_else(|| refuse(&ReductionFusion, first, "no such node"))?;
     let (passes, wiring) = take_passes(&mut edit, &site, &rows)?;
     let label = common_label(passes.iter().map(|(_, l, _)| l.as_str()));
-    let schedule = (passes.first().map(|(_, _, m)| m.schedule))
+    let (schedule, min_work) = (passes.first().map(|(_, _, m)| (m.schedule, m.min_work)))
         .ok_or_else(|| refuse(&ReductionFusion, first, "no passes"))?;
     let mut inner: Vec<Pass> = passes
         .into_iter()
@@ -254,6 +254,7 @@ fn fuse(p: &mut Program, f: Fusion) -> Result<Vec<NodeId>, NotApplicable> {
         kind: NodeKind::Map(MapNode {
             params: rows.rows.clone(),
             schedule,
+            min_work,
             body,
         }),
     });
@@ -404,6 +405,7 @@ fn inner_pass(mut m: MapNode, plan: &RowPlan, registers: &BTreeMap<String, Strin
     MapNode {
         params,
         schedule: m.schedule,
+        min_work: m.min_work,
         body: m.body,
     }
 }
