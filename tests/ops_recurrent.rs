@@ -74,10 +74,11 @@ fn case(
         f32t(&x),
         f32t(&[dirs, gates * hidden, input]),
         f32t(&[dirs, gates * hidden, hidden]),
-        opt.bias.then(|| f32t(&[dirs, 2 * gates * hidden])).flatten(),
-        opt.lens.map(|l| {
-            TensorType::new(DType::I32, vec![SymExpr::from(l.len())])
-        }),
+        opt.bias
+            .then(|| f32t(&[dirs, 2 * gates * hidden]))
+            .flatten(),
+        opt.lens
+            .map(|l| TensorType::new(DType::I32, vec![SymExpr::from(l.len())])),
         opt.initial.then(|| f32t(&state)).flatten(),
     ];
     let mut consts: Vec<Option<Tensor>> = vec![None; inputs.len()];
@@ -136,22 +137,77 @@ fn cases() -> Vec<Case> {
         v.push(case(op, "bidirectional", (5, 3, 3, 1), false, full, &[]));
         v.push(case(op, "bidirectional", (5, 1, 2, 3), true, full, &[]));
         v.push(case(op, "forward", (5, 3, 2, 3), true, short, &[]));
-        v.push(case(op, "forward", (4, 3, 2, 3), false, full, &[("clip", Attr::Float(0.3))]));
+        v.push(case(
+            op,
+            "forward",
+            (4, 3, 2, 3),
+            false,
+            full,
+            &[("clip", Attr::Float(0.3))],
+        ));
     }
-    v.push(case("LSTM", "forward", (5, 3, 2, 3), false, full, &[("input_forget", Attr::Int(1))]));
-    v.push(case("GRU", "bidirectional", (5, 3, 2, 3), true, full, &[("linear_before_reset", Attr::Int(1))]));
+    v.push(case(
+        "LSTM",
+        "forward",
+        (5, 3, 2, 3),
+        false,
+        full,
+        &[("input_forget", Attr::Int(1))],
+    ));
+    v.push(case(
+        "GRU",
+        "bidirectional",
+        (5, 3, 2, 3),
+        true,
+        full,
+        &[("linear_before_reset", Attr::Int(1))],
+    ));
     let acts = [
-        ("activations", strs(&["HardSigmoid", "ScaledTanh", "Affine", "LeakyRelu", "Elu", "Softsign"])),
+        (
+            "activations",
+            strs(&[
+                "HardSigmoid",
+                "ScaledTanh",
+                "Affine",
+                "LeakyRelu",
+                "Elu",
+                "Softsign",
+            ]),
+        ),
         ("activation_alpha", Attr::Floats(vec![0.3, 0.8, 0.5, 0.2])),
         ("activation_beta", Attr::Floats(vec![0.4, 1.5])),
     ];
-    v.push(case("LSTM", "bidirectional", (3, 3, 2, 3), false, full, &acts));
+    v.push(case(
+        "LSTM",
+        "bidirectional",
+        (3, 3, 2, 3),
+        false,
+        full,
+        &acts,
+    ));
     let acts = [
-        ("activations", strs(&["Softplus", "relu", "ThresholdedRelu", "Tanh"])),
+        (
+            "activations",
+            strs(&["Softplus", "relu", "ThresholdedRelu", "Tanh"]),
+        ),
         ("activation_alpha", Attr::Floats(vec![0.1])),
     ];
-    v.push(case("GRU", "bidirectional", (3, 3, 2, 3), false, full, &acts));
-    v.push(case("RNN", "forward", (3, 3, 2, 3), false, full, &[("activations", strs(&["Relu"]))]));
+    v.push(case(
+        "GRU",
+        "bidirectional",
+        (3, 3, 2, 3),
+        false,
+        full,
+        &acts,
+    ));
+    v.push(case(
+        "RNN",
+        "forward",
+        (3, 3, 2, 3),
+        false,
+        full,
+        &[("activations", strs(&["Relu"]))],
+    ));
     v
 }
 
@@ -160,7 +216,8 @@ fn expansions_match_the_reference_in_the_interpreter() {
     for (k, c) in cases().iter().enumerate() {
         let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts)
             .unwrap_or_else(|e| panic!("case {k} ({}): {e}", c.op));
-        expansion_matches(&p, 7).unwrap_or_else(|e| panic!("case {k} ({} {:?}): {e}", c.op, c.attrs));
+        expansion_matches(&p, 7)
+            .unwrap_or_else(|e| panic!("case {k} ({} {:?}): {e}", c.op, c.attrs));
     }
 }
 
@@ -168,8 +225,15 @@ fn expansions_match_the_reference_in_the_interpreter() {
 fn expansions_compiled_to_c_match_the_reference() {
     let mut p = Program::new("recurrent");
     for (k, c) in cases().iter().enumerate() {
-        add_op(&mut p, &format!("c{k}_"), c.op, c.attrs.clone(), &c.inputs, &c.consts)
-            .unwrap_or_else(|e| panic!("case {k} ({}): {e}", c.op));
+        add_op(
+            &mut p,
+            &format!("c{k}_"),
+            c.op,
+            c.attrs.clone(),
+            &c.inputs,
+            &c.consts,
+        )
+        .unwrap_or_else(|e| panic!("case {k} ({}): {e}", c.op));
     }
     let inputs = random_inputs(&p, 3).expect("inputs");
     let want = dmove::interp::run(&p, &inputs).expect("reference runs");
@@ -205,19 +269,45 @@ fn one_unit_cells_compute_their_formulas() {
         out.iter().map(|t| t.get_f64(0)).collect::<Vec<_>>()
     };
     // RNN: tanh(x·w + h0·r).
-    let rnn = run("RNN", &[Some(&x), Some(&w), Some(&r), None, None, Some(&h0)]);
+    let rnn = run(
+        "RNN",
+        &[Some(&x), Some(&w), Some(&r), None, None, Some(&h0)],
+    );
     let want = (2.0f64 * 0.5 - 0.25).tanh();
-    assert!((rnn[0] - want).abs() < 1e-6 && (rnn[1] - want).abs() < 1e-6, "{rnn:?}");
+    assert!(
+        (rnn[0] - want).abs() < 1e-6 && (rnn[1] - want).abs() < 1e-6,
+        "{rnn:?}"
+    );
     // GRU: z = r = σ(1 − 0.25); h̃ = tanh(1 + (r·h0)·(−1)); H = (1 − z)·h̃ + z·h0.
-    let (w3, r3) = (Tensor::f32(vec![1, 3, 1], vec![0.5; 3]), Tensor::f32(vec![1, 3, 1], vec![-1.0; 3]));
-    let gru = run("GRU", &[Some(&x), Some(&w3), Some(&r3), None, None, Some(&h0)]);
+    let (w3, r3) = (
+        Tensor::f32(vec![1, 3, 1], vec![0.5; 3]),
+        Tensor::f32(vec![1, 3, 1], vec![-1.0; 3]),
+    );
+    let gru = run(
+        "GRU",
+        &[Some(&x), Some(&w3), Some(&r3), None, None, Some(&h0)],
+    );
     let g = sig(0.75);
     let want = (1.0 - g) * (1.0 - g * 0.25).tanh() + g * 0.25;
     assert!((gru[0] - want).abs() < 1e-6, "{gru:?} vs {want}");
     // LSTM with C0 = 1: every gate sees 0.75; C = σ·1 + σ·tanh(0.75); H = σ·tanh(C).
-    let (w4, r4) = (Tensor::f32(vec![1, 4, 1], vec![0.5; 4]), Tensor::f32(vec![1, 4, 1], vec![-1.0; 4]));
+    let (w4, r4) = (
+        Tensor::f32(vec![1, 4, 1], vec![0.5; 4]),
+        Tensor::f32(vec![1, 4, 1], vec![-1.0; 4]),
+    );
     let c0 = scalar3(1.0);
-    let lstm = run("LSTM", &[Some(&x), Some(&w4), Some(&r4), None, None, Some(&h0), Some(&c0)]);
+    let lstm = run(
+        "LSTM",
+        &[
+            Some(&x),
+            Some(&w4),
+            Some(&r4),
+            None,
+            None,
+            Some(&h0),
+            Some(&c0),
+        ],
+    );
     let c = sig(0.75) + sig(0.75) * 0.75f64.tanh();
     assert!((lstm[2] - c).abs() < 1e-6, "{lstm:?}");
     assert!((lstm[1] - sig(0.75) * c.tanh()).abs() < 1e-6, "{lstm:?}");
@@ -225,19 +315,39 @@ fn one_unit_cells_compute_their_formulas() {
 
 #[test]
 fn shapes_follow_direction_and_layout() {
-    let c = case("LSTM", "bidirectional", (5, 3, 2, 7), true, all_optional(), &[]);
+    let c = case(
+        "LSTM",
+        "bidirectional",
+        (5, 3, 2, 7),
+        true,
+        all_optional(),
+        &[],
+    );
     let consts: Vec<Option<&Tensor>> = c.consts.iter().map(Option::as_ref).collect();
     let out = lookup("LSTM")
         .unwrap()
-        .infer(&LibraryNode { op: "LSTM".into(), attrs: c.attrs.clone() }, &c.inputs, &consts)
+        .infer(
+            &LibraryNode {
+                op: "LSTM".into(),
+                attrs: c.attrs.clone(),
+            },
+            &c.inputs,
+            &consts,
+        )
         .unwrap();
-    let dims: Vec<Vec<i64>> = out.iter().map(|t| t.shape.iter().map(|d| d.as_int().unwrap()).collect()).collect();
+    let dims: Vec<Vec<i64>> = out
+        .iter()
+        .map(|t| t.shape.iter().map(|d| d.as_int().unwrap()).collect())
+        .collect();
     assert_eq!(dims, vec![vec![3, 5, 2, 7], vec![3, 2, 7], vec![3, 2, 7]]);
 }
 
 fn infer_error(c: &Case) -> String {
     let consts: Vec<Option<&Tensor>> = c.consts.iter().map(Option::as_ref).collect();
-    let n = LibraryNode { op: c.op.into(), attrs: c.attrs.clone() };
+    let n = LibraryNode {
+        op: c.op.into(),
+        attrs: c.attrs.clone(),
+    };
     match lookup(c.op).unwrap().infer(&n, &c.inputs, &consts) {
         Ok(t) => panic!("expected an error, got {t:?}"),
         Err(e) => e.to_string(),
@@ -247,32 +357,92 @@ fn infer_error(c: &Case) -> String {
 #[test]
 fn bad_attributes_and_shapes_are_named() {
     let none = Optional::default();
-    let mut c = case("GRU", "forward", (2, 1, 2, 3), false, none, &[("activations", strs(&["Sigmoid", "Swish"]))]);
-    assert!(infer_error(&c).contains("unknown activation `Swish`"), "{}", infer_error(&c));
+    let mut c = case(
+        "GRU",
+        "forward",
+        (2, 1, 2, 3),
+        false,
+        none,
+        &[("activations", strs(&["Sigmoid", "Swish"]))],
+    );
+    assert!(
+        infer_error(&c).contains("unknown activation `Swish`"),
+        "{}",
+        infer_error(&c)
+    );
     c.attrs.insert("activations".into(), strs(&["Tanh"]));
-    assert!(infer_error(&c).contains("expected 2 names"), "{}", infer_error(&c));
+    assert!(
+        infer_error(&c).contains("expected 2 names"),
+        "{}",
+        infer_error(&c)
+    );
     let c = case("RNN", "sideways", (2, 1, 2, 3), false, none, &[]);
     assert!(infer_error(&c).contains("direction"), "{}", infer_error(&c));
     let mut c = case("LSTM", "forward", (2, 1, 2, 3), false, none, &[]);
     c.inputs[1] = f32t(&[1, 11, 2]);
-    assert!(infer_error(&c).contains("W must have shape [1, 12, 2]"), "{}", infer_error(&c));
-    let c = case("RNN", "forward", (2, 1, 2, 3), false, none, &[("hidden_size", Attr::Int(4))]);
-    assert!(infer_error(&c).contains("hidden_size"), "{}", infer_error(&c));
+    assert!(
+        infer_error(&c).contains("W must have shape [1, 12, 2]"),
+        "{}",
+        infer_error(&c)
+    );
+    let c = case(
+        "RNN",
+        "forward",
+        (2, 1, 2, 3),
+        false,
+        none,
+        &[("hidden_size", Attr::Int(4))],
+    );
+    assert!(
+        infer_error(&c).contains("hidden_size"),
+        "{}",
+        infer_error(&c)
+    );
 }
 
 #[test]
 fn sequence_lengths_known_only_at_run_time_are_refused_by_name() {
-    let mut c = case("RNN", "forward", (4, 2, 2, 3), false, Optional { lens: Some(&[4, 1]), ..Optional::default() }, &[]);
+    let mut c = case(
+        "RNN",
+        "forward",
+        (4, 2, 2, 3),
+        false,
+        Optional {
+            lens: Some(&[4, 1]),
+            ..Optional::default()
+        },
+        &[],
+    );
     c.consts[4] = None;
     let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts).unwrap();
     let err = expansion_matches(&p, 1).expect_err("a data-dependent length cannot be expanded");
     assert!(err.to_string().contains("sequence_lens"), "{err}");
     // Short entries of a reverse walk are refused too; full-length entries change nothing.
-    let c = case("RNN", "reverse", (4, 2, 2, 3), false, Optional { lens: Some(&[4, 1]), ..Optional::default() }, &[]);
+    let c = case(
+        "RNN",
+        "reverse",
+        (4, 2, 2, 3),
+        false,
+        Optional {
+            lens: Some(&[4, 1]),
+            ..Optional::default()
+        },
+        &[],
+    );
     let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts).unwrap();
     let err = expansion_matches(&p, 1).expect_err("reverse with short entries");
     assert!(err.to_string().contains("sequence_lens"), "{err}");
-    let c = case("GRU", "reverse", (4, 2, 2, 3), false, Optional { lens: Some(&[4, 4]), ..Optional::default() }, &[]);
+    let c = case(
+        "GRU",
+        "reverse",
+        (4, 2, 2, 3),
+        false,
+        Optional {
+            lens: Some(&[4, 4]),
+            ..Optional::default()
+        },
+        &[],
+    );
     let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts).unwrap();
     expansion_matches(&p, 1).expect("full lengths expand");
 }

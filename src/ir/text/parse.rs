@@ -470,7 +470,9 @@ fn attr_value(v: Pair<Rule>) -> Result<Attr, Fault> {
                     items.iter().map(float).collect::<Result<_, _>>()?,
                 )),
                 ListKind::Ints => Ok(Attr::Ints(items.iter().map(int).collect::<Result<_, _>>()?)),
-                ListKind::Strings => Ok(Attr::Strs(items.iter().map(text).collect::<Result<_, _>>()?)),
+                ListKind::Strings => Ok(Attr::Strs(
+                    items.iter().map(text).collect::<Result<_, _>>()?,
+                )),
             }
         }
     }

@@ -25,7 +25,11 @@ static SCALED_TANH: Unary = Unary {
     f: |x, p| p[0] * (p[1] * x).tanh(),
     t: |x, p| {
         let inner = TExpr::binary(BinOp::Mul, TExpr::Const(p[1]), x);
-        TExpr::binary(BinOp::Mul, TExpr::Const(p[0]), TExpr::unary(UnOp::Tanh, inner))
+        TExpr::binary(
+            BinOp::Mul,
+            TExpr::Const(p[0]),
+            TExpr::unary(UnOp::Tanh, inner),
+        )
     },
 };
 
@@ -121,7 +125,11 @@ impl Config {
         };
         let clip = node.float("clip");
         if let Some(c) = clip.filter(|c| c.is_nan() || *c <= 0.0) {
-            return Err(OpError::attr(op, "clip", format!("must be positive, got {c}")));
+            return Err(OpError::attr(
+                op,
+                "clip",
+                format!("must be positive, got {c}"),
+            ));
         }
         let activations = activations(op, node, defaults, direction.count())?;
         Ok(Config {
@@ -185,7 +193,11 @@ fn activations(
     let mut resolved = Vec::with_capacity(names.len());
     for name in &names {
         let row = recurrent_row(name)
-            .or_else(|| [&AFFINE, &SCALED_TANH].into_iter().find(|r| r.name.eq_ignore_ascii_case(name)))
+            .or_else(|| {
+                [&AFFINE, &SCALED_TANH]
+                    .into_iter()
+                    .find(|r| r.name.eq_ignore_ascii_case(name))
+            })
             .ok_or_else(|| {
                 OpError::attr(
                     op,

@@ -63,7 +63,10 @@ impl Cell for Gru {
     fn expand_step(&self, node: &LibraryNode, s: &mut Step) -> Result<(), OpError> {
         let h = s.h.clone();
         s.project_input(0..3);
-        let mut loads: Vec<Load> = [UPDATE, CANDIDATE].into_iter().flat_map(|g| s.projections(g)).collect();
+        let mut loads: Vec<Load> = [UPDATE, CANDIDATE]
+            .into_iter()
+            .flat_map(|g| s.projections(g))
+            .collect();
         loads.push(s.at_unit("hp", &h));
         let z = s.gate(0, s.pre_activation(UPDATE));
         let candidate_in = TExpr::input("x2");
@@ -77,19 +80,34 @@ impl Cell for Gru {
             let (mut reads, r) = reset(s);
             reads.push(s.at_unit("hp", &h));
             let unit = vec![s.batch.clone(), s.hidden.clone()];
-            let reset_h = s.b.transient(&format!("{}_reset_h", s.label), s.dtype, unit);
+            let reset_h =
+                s.b.transient(&format!("{}_reset_h", s.label), s.dtype, unit);
             s.pointwise("reset", reads, &reset_h, mul(r, TExpr::input("hp")));
             s.project_hidden(2..3, &reset_h);
             TExpr::input("h2")
         };
         let candidate = s.gate(1, add(candidate_in, recurrent));
-        let value = add(mul(one_minus(z.clone()), candidate), mul(z, TExpr::input("hp")));
-        s.update("hidden", Update { target: h, reads: loads, value, to_y: true });
+        let value = add(
+            mul(one_minus(z.clone()), candidate),
+            mul(z, TExpr::input("hp")),
+        );
+        s.update(
+            "hidden",
+            Update {
+                target: h,
+                reads: loads,
+                value,
+                to_y: true,
+            },
+        );
         Ok(())
     }
 }
 
 /// The loads and value of the reset gate `r`.
 fn reset(s: &Step) -> (Vec<Load>, TExpr) {
-    (s.projections(RESET).into(), s.gate(0, s.pre_activation(RESET)))
+    (
+        s.projections(RESET).into(),
+        s.gate(0, s.pre_activation(RESET)),
+    )
 }

@@ -59,7 +59,12 @@ impl Cell for Lstm {
         true
     }
 
-    fn check(&self, node: &LibraryNode, inputs: &[Option<TensorType>], dims: &Dims) -> Result<(), OpError> {
+    fn check(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        dims: &Dims,
+    ) -> Result<(), OpError> {
         let op = self.name();
         if !matches!(node.int("input_forget").unwrap_or(0), 0 | 1) {
             return Err(OpError::attr(op, "input_forget", "must be 0 or 1"));
@@ -106,7 +111,11 @@ impl Cell for Lstm {
         let c = (s.c.clone()).ok_or_else(|| OpError::shape(self.name(), "missing cell state"))?;
         let peephole_at = |which: usize| vec![s.d.clone(), s.row(which)];
         // `pre + P ⊙ state` with the peephole loaded through `conn`, when P is given.
-        let with_peephole = |loads: &mut Vec<Load>, pre: TExpr, conn: &'static str, which: usize, state: &'static str| match &s.p {
+        let with_peephole = |loads: &mut Vec<Load>,
+                             pre: TExpr,
+                             conn: &'static str,
+                             which: usize,
+                             state: &'static str| match &s.p {
             Some(p) => {
                 loads.push(Load::new(conn, p, peephole_at(which)));
                 add(pre, mul(TExpr::input(conn), TExpr::input(state)))
@@ -115,7 +124,10 @@ impl Cell for Lstm {
         };
 
         // Ct = f ⊙ Ct₋₁ + i ⊙ c̃, in place.
-        let mut loads: Vec<Load> = [IN, FORGET, CELL].into_iter().flat_map(|g| s.projections(g)).collect();
+        let mut loads: Vec<Load> = [IN, FORGET, CELL]
+            .into_iter()
+            .flat_map(|g| s.projections(g))
+            .collect();
         loads.push(s.at_unit("cp", &c));
         let i_pre = with_peephole(&mut loads, s.pre_activation(IN), "pi", P_IN, "cp");
         let i = s.gate(0, i_pre);
@@ -127,14 +139,24 @@ impl Cell for Lstm {
         };
         let candidate = s.gate(1, s.pre_activation(CELL));
         let value = add(mul(f, TExpr::input("cp")), mul(i, candidate));
-        let cell = Update { target: c.clone(), reads: loads, value, to_y: false };
+        let cell = Update {
+            target: c.clone(),
+            reads: loads,
+            value,
+            to_y: false,
+        };
 
         // Ht = o ⊙ h(Ct), from the updated cell state.
         let mut loads: Vec<Load> = s.projections(OUT).into_iter().collect();
         loads.push(s.at_unit("c", &c));
         let o_pre = with_peephole(&mut loads, s.pre_activation(OUT), "po", P_OUT, "c");
         let value = mul(s.gate(0, o_pre), s.activate(2, TExpr::input("c")));
-        let hidden = Update { target: h, reads: loads, value, to_y: true };
+        let hidden = Update {
+            target: h,
+            reads: loads,
+            value,
+            to_y: true,
+        };
         s.update("cell", cell);
         s.update("hidden", hidden);
         Ok(())

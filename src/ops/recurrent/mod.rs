@@ -63,7 +63,12 @@ pub trait Cell: Sync {
     }
 
     /// Checks the cell's own inputs (`initial_c`, `P`) and attributes.
-    fn check(&self, _node: &LibraryNode, _inputs: &[Option<TensorType>], _dims: &Dims) -> Result<(), OpError> {
+    fn check(
+        &self,
+        _node: &LibraryNode,
+        _inputs: &[Option<TensorType>],
+        _dims: &Dims,
+    ) -> Result<(), OpError> {
         Ok(())
     }
 
@@ -134,10 +139,19 @@ pub struct Recurrent<C: Cell>(pub C);
 fn expect_shape(op: &str, what: &str, got: &[SymExpr], want: &[SymExpr]) -> Result<(), OpError> {
     let differs = |(a, b): (&SymExpr, &SymExpr)| matches!((a.as_int(), b.as_int()), (Some(x), Some(y)) if x != y);
     if got.len() != want.len() || got.iter().zip(want).any(differs) {
-        let show = |s: &[SymExpr]| s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        let show = |s: &[SymExpr]| {
+            s.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         return Err(OpError::shape(
             op,
-            format!("{what} must have shape [{}], got [{}]", show(want), show(got)),
+            format!(
+                "{what} must have shape [{}], got [{}]",
+                show(want),
+                show(got)
+            ),
         ));
     }
     Ok(())
@@ -159,7 +173,10 @@ impl<C: Cell> Recurrent<C> {
         }
         let rank3 = |what: &str, t: &TensorType| match t.shape.len() {
             3 => Ok(()),
-            n => Err(OpError::shape(op, format!("{what} must have rank 3, got rank {n}"))),
+            n => Err(OpError::shape(
+                op,
+                format!("{what} must have rank 3, got rank {n}"),
+            )),
         };
         rank3("X", x)?;
         rank3("W", w)?;
@@ -172,25 +189,44 @@ impl<C: Cell> Recurrent<C> {
         let hidden = r.shape[2].clone();
         if let (Some(h), Some(attr)) = (hidden.as_int(), cfg.hidden_size) {
             if h != attr {
-                return Err(OpError::attr(op, "hidden_size", format!("is {attr} but R has {h} hidden units")));
+                return Err(OpError::attr(
+                    op,
+                    "hidden_size",
+                    format!("is {attr} but R has {h} hidden units"),
+                ));
             }
         }
         let dirs = SymExpr::from(cfg.direction.count());
         let rows = hidden.clone() * SymExpr::from(self.0.gates());
         let input = x.shape[2].clone();
-        expect_shape(op, "W", &w.shape, &[dirs.clone(), rows.clone(), input.clone()])?;
-        expect_shape(op, "R", &r.shape, &[dirs.clone(), rows.clone(), hidden.clone()])?;
+        expect_shape(
+            op,
+            "W",
+            &w.shape,
+            &[dirs.clone(), rows.clone(), input.clone()],
+        )?;
+        expect_shape(
+            op,
+            "R",
+            &r.shape,
+            &[dirs.clone(), rows.clone(), hidden.clone()],
+        )?;
         if let Some(Some(b)) = inputs.get(B) {
             same_dtype(op, x, b, B)?;
             expect_shape(op, "B", &b.shape, &[dirs.clone(), rows * SymExpr::Int(2)])?;
         }
         if let Some(Some(lens)) = inputs.get(SEQUENCE_LENS) {
             if !matches!(lens.dtype, DType::I32 | DType::I64) {
-                return Err(OpError::shape(op, format!("sequence_lens must be int32, got {}", lens.dtype)));
+                return Err(OpError::shape(
+                    op,
+                    format!("sequence_lens must be int32, got {}", lens.dtype),
+                ));
             }
             expect_shape(op, "sequence_lens", &lens.shape, &[batch.clone()])?;
         }
-        let layout = Layout { batch_major: cfg.batch_major };
+        let layout = Layout {
+            batch_major: cfg.batch_major,
+        };
         let state = layout.state(dirs, batch.clone(), hidden.clone()).to_vec();
         let dims = Dims {
             seq,
@@ -234,7 +270,12 @@ impl<C: Cell> Operator for Recurrent<C> {
         }
     }
 
-    fn infer(&self, node: &LibraryNode, inputs: &[Option<TensorType>], consts: &[Option<&Tensor>]) -> Result<Vec<TensorType>, OpError> {
+    fn infer(
+        &self,
+        node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        consts: &[Option<&Tensor>],
+    ) -> Result<Vec<TensorType>, OpError> {
         check_arity(self, inputs.len())?;
         let cfg = self.config(node)?;
         let dims = self.dims(&cfg, inputs)?;
@@ -243,8 +284,15 @@ impl<C: Cell> Operator for Recurrent<C> {
             check_lengths(self.0.name(), &lens.to_i64_vec(), &dims.seq)?;
         }
         let dtype = input_type(self.0.name(), inputs, X)?.dtype;
-        let layout = Layout { batch_major: cfg.batch_major };
-        let y = layout.y(dims.seq.clone(), SymExpr::from(dims.directions), dims.batch.clone(), dims.hidden.clone());
+        let layout = Layout {
+            batch_major: cfg.batch_major,
+        };
+        let y = layout.y(
+            dims.seq.clone(),
+            SymExpr::from(dims.directions),
+            dims.batch.clone(),
+            dims.hidden.clone(),
+        );
         let state = TensorType::new(dtype, dims.state.clone());
         let mut out = vec![TensorType::new(dtype, y.to_vec()), state.clone()];
         if self.0.cell_state() {
@@ -259,8 +307,13 @@ impl<C: Cell> Operator for Recurrent<C> {
         let types = super::support::types_of(inputs);
         let out_types = self.infer(node, &types, &[])?;
         let x = arg(op, inputs, X)?;
-        let (w, r) = (arg(op, inputs, W)?.to_f64_vec(), arg(op, inputs, R)?.to_f64_vec());
-        let layout = Layout { batch_major: cfg.batch_major };
+        let (w, r) = (
+            arg(op, inputs, W)?.to_f64_vec(),
+            arg(op, inputs, R)?.to_f64_vec(),
+        );
+        let layout = Layout {
+            batch_major: cfg.batch_major,
+        };
         let [seq, batch, input] = layout.x(x.shape[0], x.shape[1], x.shape[2]);
         let (gates, hidden) = (self.0.gates(), arg(op, inputs, R)?.shape[2]);
         let lens = match opt_arg(inputs, SEQUENCE_LENS) {
@@ -272,13 +325,17 @@ impl<C: Cell> Operator for Recurrent<C> {
             None => vec![seq; batch],
         };
         let shape = |t: &TensorType| t.static_shape().unwrap_or_default();
-        let mut outs: Vec<Tensor> = out_types.iter().map(|t| Tensor::zeros(x.dtype(), shape(t))).collect();
+        let mut outs: Vec<Tensor> = out_types
+            .iter()
+            .map(|t| Tensor::zeros(x.dtype(), shape(t)))
+            .collect();
         let strides: Vec<Vec<usize>> = outs.iter().map(Tensor::strides).collect();
         let at = |s: &[usize], idx: &[usize]| idx.iter().zip(s).map(|(i, s)| i * s).sum::<usize>();
         let x_strides = x.strides();
         let bias = opt_arg(inputs, B).map(Tensor::to_f64_vec);
         let peep = opt_arg(inputs, lstm::P).map(Tensor::to_f64_vec);
-        let initial = [INITIAL_H, lstm::INITIAL_C].map(|i| opt_arg(inputs, i).filter(|_| i == INITIAL_H || self.0.cell_state()));
+        let initial = [INITIAL_H, lstm::INITIAL_C]
+            .map(|i| opt_arg(inputs, i).filter(|_| i == INITIAL_H || self.0.cell_state()));
         let (wlen, rlen) = (gates * hidden * input, gates * hidden * hidden);
         for (d, &reversed) in cfg.direction.reversed().iter().enumerate() {
             let weights = Weights {
@@ -286,20 +343,33 @@ impl<C: Cell> Operator for Recurrent<C> {
                 input,
                 w: &w[d * wlen..(d + 1) * wlen],
                 r: &r[d * rlen..(d + 1) * rlen],
-                bias: bias.as_ref().map_or(vec![0.0; 2 * gates * hidden], |b| b[d * 2 * gates * hidden..(d + 1) * 2 * gates * hidden].to_vec()),
+                bias: bias.as_ref().map_or(vec![0.0; 2 * gates * hidden], |b| {
+                    b[d * 2 * gates * hidden..(d + 1) * 2 * gates * hidden].to_vec()
+                }),
                 gates,
-                peephole: peep.as_ref().map_or(vec![0.0; 3 * hidden], |p| p[d * 3 * hidden..(d + 1) * 3 * hidden].to_vec()),
+                peephole: peep.as_ref().map_or(vec![0.0; 3 * hidden], |p| {
+                    p[d * 3 * hidden..(d + 1) * 3 * hidden].to_vec()
+                }),
                 cfg: &cfg,
                 acts: &cfg.activations[d],
             };
             for (n, &len) in lens.iter().enumerate() {
                 let init = |t: Option<&Tensor>| -> Vec<f64> {
-                    (0..hidden).map(|j| t.map_or(0.0, |t| t.get_f64(at(&t.strides(), &layout.state(d, n, j))))).collect()
+                    (0..hidden)
+                        .map(|j| {
+                            t.map_or(0.0, |t| t.get_f64(at(&t.strides(), &layout.state(d, n, j))))
+                        })
+                        .collect()
                 };
-                let mut s = State { h: init(initial[0]), c: init(initial[1]) };
+                let mut s = State {
+                    h: init(initial[0]),
+                    c: init(initial[1]),
+                };
                 for step in 0..len {
                     let t = if reversed { len - 1 - step } else { step };
-                    let row: Vec<f64> = (0..input).map(|k| x.get_f64(at(&x_strides, &layout.x(t, n, k)))).collect();
+                    let row: Vec<f64> = (0..input)
+                        .map(|k| x.get_f64(at(&x_strides, &layout.x(t, n, k))))
+                        .collect();
                     self.0.step(node, &weights, &row, &mut s);
                     for j in 0..hidden {
                         outs[0].set_f64(at(&strides[0], &layout.y(t, d, n, j)), s.h[j]);
@@ -321,7 +391,9 @@ impl<C: Cell> Operator for Recurrent<C> {
         let op = self.0.name();
         let cfg = self.config(ctx.node)?;
         let dims = self.dims(&cfg, &ctx.input_types())?;
-        let layout = Layout { batch_major: cfg.batch_major };
+        let layout = Layout {
+            batch_major: cfg.batch_major,
+        };
         let name = |i: usize| ctx.inputs.get(i).cloned().flatten().map(|(n, _)| n);
         let out = |i: usize| ctx.outputs.get(i).cloned().flatten().map(|(n, _)| n);
         let lens = match name(SEQUENCE_LENS) {
@@ -343,50 +415,79 @@ impl<C: Cell> Operator for Recurrent<C> {
         for (d, &reversed) in cfg.direction.reversed().iter().enumerate() {
             let label = format!("{}_d{d}", ctx.label);
             let h = ctx.b.transient(&format!("{label}_h"), dtype, state.clone());
-            load_state(ctx.b, &format!("{label}_h0"), layout, d, name(INITIAL_H).as_deref(), &h, hd);
+            load_state(
+                ctx.b,
+                &format!("{label}_h0"),
+                layout,
+                d,
+                name(INITIAL_H).as_deref(),
+                &h,
+                hd,
+            );
             let c = self.0.cell_state().then(|| {
                 let c = ctx.b.transient(&format!("{label}_c"), dtype, state.clone());
-                load_state(ctx.b, &format!("{label}_c0"), layout, d, name(lstm::INITIAL_C).as_deref(), &c, hd);
+                load_state(
+                    ctx.b,
+                    &format!("{label}_c0"),
+                    layout,
+                    d,
+                    name(lstm::INITIAL_C).as_deref(),
+                    &c,
+                    hd,
+                );
                 c
             });
             let proj = vec![dims.batch.clone(), rows.clone()];
             let xg = ctx.b.transient(&format!("{label}_xg"), dtype, proj.clone());
             let hg = ctx.b.transient(&format!("{label}_hg"), dtype, proj);
             let t = SymExpr::sym("t");
-            let time = if reversed { &dims.seq - 1 - t.clone() } else { t.clone() };
+            let time = if reversed {
+                &dims.seq - 1 - t.clone()
+            } else {
+                t.clone()
+            };
             let mut result = Ok(());
             let steps = vec![("t", Range::upto(dims.seq.clone()))];
-            let (xn, wn, rn) = (ctx.input(X)?.0.clone(), ctx.input(W)?.0.clone(), ctx.input(R)?.0.clone());
-            let (bias, peep, y) = (name(B), name(lstm::P).filter(|_| self.0.cell_state()), out(0));
-            ctx.b.map(&format!("{label}_time"), steps, Schedule::Sequential, |b| {
-                let mut step = Step {
-                    b,
-                    label: label.clone(),
-                    cfg: &cfg,
-                    acts: &cfg.activations[d],
-                    layout,
-                    d: SymExpr::from(d),
-                    t,
-                    time,
-                    batch: dims.batch.clone(),
-                    hidden: dims.hidden.clone(),
-                    input: dims.input.clone(),
-                    gates: self.0.gates(),
-                    dtype,
-                    x: xn,
-                    w: wn,
-                    r: rn,
-                    bias,
-                    lens: lens.clone(),
-                    p: peep,
-                    h: h.clone(),
-                    c: c.clone(),
-                    y,
-                    xg,
-                    hg,
-                };
-                result = self.0.expand_step(ctx.node, &mut step);
-            });
+            let (xn, wn, rn) = (
+                ctx.input(X)?.0.clone(),
+                ctx.input(W)?.0.clone(),
+                ctx.input(R)?.0.clone(),
+            );
+            let (bias, peep, y) = (
+                name(B),
+                name(lstm::P).filter(|_| self.0.cell_state()),
+                out(0),
+            );
+            ctx.b
+                .map(&format!("{label}_time"), steps, Schedule::Sequential, |b| {
+                    let mut step = Step {
+                        b,
+                        label: label.clone(),
+                        cfg: &cfg,
+                        acts: &cfg.activations[d],
+                        layout,
+                        d: SymExpr::from(d),
+                        t,
+                        time,
+                        batch: dims.batch.clone(),
+                        hidden: dims.hidden.clone(),
+                        input: dims.input.clone(),
+                        gates: self.0.gates(),
+                        dtype,
+                        x: xn,
+                        w: wn,
+                        r: rn,
+                        bias,
+                        lens: lens.clone(),
+                        p: peep,
+                        h: h.clone(),
+                        c: c.clone(),
+                        y,
+                        xg,
+                        hg,
+                    };
+                    result = self.0.expand_step(ctx.node, &mut step);
+                });
             result?;
             if let Some(yh) = out(1) {
                 store_state(ctx.b, &format!("{label}_yh"), layout, d, &h, &yh, hd);
@@ -398,15 +499,28 @@ impl<C: Cell> Operator for Recurrent<C> {
         Ok(())
     }
 
-    fn flops(&self, _node: &LibraryNode, inputs: &[Option<TensorType>], outputs: &[TensorType]) -> u64 {
+    fn flops(
+        &self,
+        _node: &LibraryNode,
+        inputs: &[Option<TensorType>],
+        outputs: &[TensorType],
+    ) -> u64 {
         // Two multiply-adds per weight per step and direction, plus the outputs' updates.
         let weights: u64 = [W, R]
             .iter()
             .filter_map(|&i| inputs.get(i).cloned().flatten()?.static_shape())
             .map(|s| s.iter().product::<usize>() as u64)
             .sum();
-        let steps = outputs.first().and_then(TensorType::static_shape).map_or(0, |y| y.iter().product::<usize>() as u64);
-        let seq_batch = inputs.first().cloned().flatten().and_then(|x| x.static_shape()).map_or(0, |x| (x[0] * x[1]) as u64);
+        let steps = outputs
+            .first()
+            .and_then(TensorType::static_shape)
+            .map_or(0, |y| y.iter().product::<usize>() as u64);
+        let seq_batch = inputs
+            .first()
+            .cloned()
+            .flatten()
+            .and_then(|x| x.static_shape())
+            .map_or(0, |x| (x[0] * x[1]) as u64);
         2 * weights * seq_batch + steps
     }
 }
@@ -415,7 +529,10 @@ impl<C: Cell> Operator for Recurrent<C> {
 fn check_lengths(op: &str, lens: &[i64], seq: &SymExpr) -> Result<(), OpError> {
     let max = seq.as_int();
     match lens.iter().find(|&&l| l < 0 || max.is_some_and(|m| l > m)) {
-        Some(bad) => Err(OpError::shape(op, format!("sequence_lens holds {bad}, outside 0..={}", seq))),
+        Some(bad) => Err(OpError::shape(
+            op,
+            format!("sequence_lens holds {bad}, outside 0..={}", seq),
+        )),
         None => Ok(()),
     }
 }

@@ -34,7 +34,15 @@ impl Cell for Rnn {
         s.project_hidden(0..1, &h);
         let value = s.gate(0, s.pre_activation(0));
         let reads = s.projections(0).into_iter().collect();
-        s.update("hidden", Update { target: h, reads, value, to_y: true });
+        s.update(
+            "hidden",
+            Update {
+                target: h,
+                reads,
+                value,
+                to_y: true,
+            },
+        );
         Ok(())
     }
 }

@@ -174,7 +174,15 @@ impl Step<'_, '_> {
         };
         let src = (self.x.clone(), x_at(SymExpr::sym("k")));
         let (w, xg, bias) = (self.w.clone(), self.xg.clone(), self.bias.clone());
-        self.project("in", gates, src, &self.input.clone(), &w, &xg, bias.map(|b| (b, 0)));
+        self.project(
+            "in",
+            gates,
+            src,
+            &self.input.clone(),
+            &w,
+            &xg,
+            bias.map(|b| (b, 0)),
+        );
     }
 
     /// Appends the hidden projection of gates `gates` (bias `Rb` included) into `hg`, from the
@@ -200,7 +208,10 @@ impl Step<'_, '_> {
         bias: Option<(String, usize)>,
     ) {
         let h = &self.hidden;
-        let rows = Range::new(h.clone() * SymExpr::from(gates.start), h.clone() * SymExpr::from(gates.end));
+        let rows = Range::new(
+            h.clone() * SymExpr::from(gates.start),
+            h.clone() * SymExpr::from(gates.end),
+        );
         let (n, row) = (SymExpr::sym("n"), SymExpr::sym("j"));
         let mut params = vec![
             ("n".to_string(), Range::upto(self.batch.clone())),
@@ -215,22 +226,49 @@ impl Step<'_, '_> {
             None => (Vec::new(), TExpr::Const(0.0)),
         };
         let dst_at = vec![n.clone(), row.clone()];
-        element_map(self.b, &format!("{label}_init"), &params, reads, (dst, dst_at.clone()), None, init);
+        element_map(
+            self.b,
+            &format!("{label}_init"),
+            &params,
+            reads,
+            (dst, dst_at.clone()),
+            None,
+            init,
+        );
         params.push(("k".to_string(), Range::upto(reduced.clone())));
         let reads = vec![
             Read::new("s", &src.0, src.1),
             Read::new("w", weight, vec![self.d.clone(), row, SymExpr::sym("k")]),
         ];
         let value = mul(TExpr::input("s"), TExpr::input("w"));
-        element_map(self.b, &label, &params, reads, (dst, dst_at), Some(Wcr::Sum), value);
+        element_map(
+            self.b,
+            &label,
+            &params,
+            reads,
+            (dst, dst_at),
+            Some(Wcr::Sum),
+            value,
+        );
     }
 
     /// A map over `[batch, hidden]` writing `value` to the transient `dst` (GRU's `r ⊙ H`).
     pub fn pointwise(&mut self, what: &str, reads: Vec<Load>, dst: &str, value: TExpr) {
         let (params, n, j) = unit_params(&self.batch, &self.hidden);
         let label = format!("{}_{what}", self.label);
-        let reads = reads.iter().map(|l| Read::new(l.conn, &l.data, l.at.clone())).collect();
-        element_map(self.b, &label, &params, reads, (dst, vec![n, j]), None, value);
+        let reads = reads
+            .iter()
+            .map(|l| Read::new(l.conn, &l.data, l.at.clone()))
+            .collect();
+        element_map(
+            self.b,
+            &label,
+            &params,
+            reads,
+            (dst, vec![n, j]),
+            None,
+            value,
+        );
     }
 
     /// Appends the map writing a state update (and Y when asked). Past a batch entry's
@@ -242,7 +280,11 @@ impl Step<'_, '_> {
             .collect();
         let live = self.lens.as_ref().map(|lens| {
             ins.push(In("len", lens, Subset::element([n.clone()])));
-            ins.push(In("old", &u.target, Subset::element([n.clone(), j.clone()])));
+            ins.push(In(
+                "old",
+                &u.target,
+                Subset::element([n.clone(), j.clone()]),
+            ));
             TExpr::binary(BinOp::Lt, TExpr::Index(self.t.clone()), TExpr::input("len"))
         });
         let masked = |value: TExpr, otherwise: TExpr| match &live {
@@ -268,7 +310,10 @@ impl Step<'_, '_> {
             ));
         }
         let label = format!("{}_{what}", self.label);
-        let params_ref = params.iter().map(|(p, r)| (p.as_str(), r.clone())).collect();
+        let params_ref = params
+            .iter()
+            .map(|(p, r)| (p.as_str(), r.clone()))
+            .collect();
         self.b.map(&label, params_ref, Schedule::Sequential, |b| {
             b.tasklet(&label, ins, outs);
         });
@@ -280,21 +325,48 @@ const INPUT_CONN: [&str; 4] = ["x0", "x1", "x2", "x3"];
 const HIDDEN_CONN: [&str; 4] = ["h0", "h1", "h2", "h3"];
 
 /// Copies the `[batch, hidden]` state `src` of direction `d` into the final-state output `dst`.
-pub fn store_state(b: &mut ScopeBuilder, label: &str, layout: Layout, d: usize, src: &str, dst: &str, dims: (&SymExpr, &SymExpr)) {
+pub fn store_state(
+    b: &mut ScopeBuilder,
+    label: &str,
+    layout: Layout,
+    d: usize,
+    src: &str,
+    dst: &str,
+    dims: (&SymExpr, &SymExpr),
+) {
     let (params, n, j) = unit_params(dims.0, dims.1);
     let [sd, sn, sj] = layout.state(SymExpr::from(d), n.clone(), j.clone());
     let reads = vec![Read::new("s", src, vec![n, j])];
-    element_map(b, label, &params, reads, (dst, vec![sd, sn, sj]), None, TExpr::input("s"));
+    element_map(
+        b,
+        label,
+        &params,
+        reads,
+        (dst, vec![sd, sn, sj]),
+        None,
+        TExpr::input("s"),
+    );
 }
 
 /// Initialises the `[batch, hidden]` state `dst` of direction `d` from the initial-state input
 /// `src`, or to zeros.
-pub fn load_state(b: &mut ScopeBuilder, label: &str, layout: Layout, d: usize, src: Option<&str>, dst: &str, dims: (&SymExpr, &SymExpr)) {
+pub fn load_state(
+    b: &mut ScopeBuilder,
+    label: &str,
+    layout: Layout,
+    d: usize,
+    src: Option<&str>,
+    dst: &str,
+    dims: (&SymExpr, &SymExpr),
+) {
     let (params, n, j) = unit_params(dims.0, dims.1);
     let (reads, value) = match src {
         Some(src) => {
             let [sd, sn, sj] = layout.state(SymExpr::from(d), n.clone(), j.clone());
-            (vec![Read::new("s", src, vec![sd, sn, sj])], TExpr::input("s"))
+            (
+                vec![Read::new("s", src, vec![sd, sn, sj])],
+                TExpr::input("s"),
+            )
         }
         None => (Vec::new(), TExpr::Const(0.0)),
     };
