@@ -222,7 +222,12 @@ impl<C: Cell> Recurrent<C> {
                     format!("sequence_lens must be int32, got {}", lens.dtype),
                 ));
             }
-            expect_shape(op, "sequence_lens", &lens.shape, &[batch.clone()])?;
+            expect_shape(
+                op,
+                "sequence_lens",
+                &lens.shape,
+                std::slice::from_ref(&batch),
+            )?;
         }
         let layout = Layout {
             batch_major: cfg.batch_major,
