@@ -402,47 +402,29 @@ fn bad_attributes_and_shapes_are_named() {
 
 #[test]
 fn sequence_lengths_known_only_at_run_time_are_refused_by_name() {
-    let mut c = case(
-        "RNN",
-        "forward",
-        (4, 2, 2, 3),
-        false,
-        Optional {
-            lens: Some(&[4, 1]),
+    // The expansion of `op` walking `direction` with sequence lengths `lens` (a constant when
+    // `constant`).
+    let expand = |op: &'static str, direction: &str, lens: &'static [i32], constant: bool| {
+        let opt = Optional {
+            lens: Some(lens),
             ..Optional::default()
-        },
-        &[],
+        };
+        let mut c = case(op, direction, (4, 2, 2, 3), false, opt, &[]);
+        if !constant {
+            c.consts[4] = None;
+        }
+        let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts).unwrap();
+        expansion_matches(&p, 1)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let err = expand("RNN", "forward", &[4, 1], false).expect_err("a data-dependent length");
+    assert!(
+        err.contains("input 4 (sequence_lens) must be a constant"),
+        "{err}"
     );
-    c.consts[4] = None;
-    let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts).unwrap();
-    let err = expansion_matches(&p, 1).expect_err("a data-dependent length cannot be expanded");
-    assert!(err.to_string().contains("sequence_lens"), "{err}");
     // Short entries of a reverse walk are refused too; full-length entries change nothing.
-    let c = case(
-        "RNN",
-        "reverse",
-        (4, 2, 2, 3),
-        false,
-        Optional {
-            lens: Some(&[4, 1]),
-            ..Optional::default()
-        },
-        &[],
-    );
-    let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts).unwrap();
-    let err = expansion_matches(&p, 1).expect_err("reverse with short entries");
-    assert!(err.to_string().contains("sequence_lens"), "{err}");
-    let c = case(
-        "GRU",
-        "reverse",
-        (4, 2, 2, 3),
-        false,
-        Optional {
-            lens: Some(&[4, 4]),
-            ..Optional::default()
-        },
-        &[],
-    );
-    let p = single_op_program(c.op, c.attrs.clone(), &c.inputs, &c.consts).unwrap();
-    expansion_matches(&p, 1).expect("full lengths expand");
+    let err = expand("RNN", "reverse", &[4, 1], true).expect_err("reverse with short entries");
+    assert!(err.contains("sequence_lens"), "{err}");
+    expand("GRU", "reverse", &[4, 4], true).expect("full lengths expand");
 }
