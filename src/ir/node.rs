@@ -90,6 +90,8 @@ pub enum Attr {
     Str(String),
     Ints(Vec<i64>),
     Floats(Vec<f64>),
+    /// A list of strings (ONNX STRINGS, e.g. the recurrent operators' `activations`).
+    Strs(Vec<String>),
 }
 
 /// A high-level operator. Inputs arrive on connectors `in0`, `in1`, … and results leave on
@@ -132,6 +134,20 @@ impl LibraryNode {
     pub fn ints(&self, name: &str) -> Option<&[i64]> {
         match self.attrs.get(name) {
             Some(Attr::Ints(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn floats(&self, name: &str) -> Option<&[f64]> {
+        match self.attrs.get(name) {
+            Some(Attr::Floats(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn strs(&self, name: &str) -> Option<&[String]> {
+        match self.attrs.get(name) {
+            Some(Attr::Strs(v)) => Some(v),
             _ => None,
         }
     }

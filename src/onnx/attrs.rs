@@ -111,6 +111,11 @@ fn attribute_values(
             AttributeType::Float => Attr::Float(f64::from(a.f.unwrap_or(0.0))),
             AttributeType::Ints => Attr::Ints(a.ints.clone()),
             AttributeType::Floats => Attr::Floats(a.floats.iter().map(|v| f64::from(*v)).collect()),
+            AttributeType::Strings => Attr::Strs(
+                (a.strings.iter())
+                    .map(|s| utf8(s, label, &name))
+                    .collect::<Result<_, _>>()?,
+            ),
             AttributeType::String => {
                 Attr::Str(utf8(a.s.as_deref().unwrap_or_default(), label, &name)?)
             }
@@ -129,7 +134,7 @@ fn attribute_values(
                     label,
                     &name,
                     format!(
-                        "{} attributes are not supported (only int, float, ints, floats, string)",
+                        "{} attributes are not supported (only int, float, ints, floats, string, strings)",
                         other.as_str_name()
                     ),
                 ))

@@ -29,11 +29,12 @@
 //!   bound symbols substituted so both agree. A dimension with neither a value nor a
 //!   name becomes the symbol `<input>_dim<i>`. Options that name no input or no symbol are errors.
 //! - **Attributes.** ONNX attributes keep their names: INT → `Attr::Int`, FLOAT → `Attr::Float`,
-//!   INTS → `Attr::Ints`, FLOATS → `Attr::Floats`, STRING → `Attr::Str`. Every attribute is
+//!   INTS → `Attr::Ints`, FLOATS → `Attr::Floats`, STRING → `Attr::Str`, STRINGS →
+//!   `Attr::Strs` (the recurrent operators' `activations`). Every attribute is
 //!   first checked against the ONNX definition the node follows ([`opsets`]): an attribute of
 //!   the wrong type, a missing required one and one the operator never declared are three
 //!   distinct errors naming the node, the attribute and the declared type. Other attribute
-//!   types (tensors, graphs, string lists…) are rejected, except on `Constant`, which the
+//!   types (tensors, graphs…) are rejected, except on `Constant`, which the
 //!   importer consumes itself. Empty input names are absent optional inputs (no edge on that
 //!   connector); trailing empty output names are omitted optional outputs.
 //! - **Versions.** Any IR version from 3 imports; what a newer one adds is read (element

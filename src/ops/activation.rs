@@ -479,3 +479,21 @@ impl Operator for Unary {
             .sum()
     }
 }
+
+/// The activation rows a recurrent operator (LSTM, GRU, RNN) may name in its `activations`
+/// attribute, looked up case-insensitively as ONNX Runtime does; Affine and ScaledTanh, which
+/// exist only there, live in `ops::recurrent`.
+pub(super) fn recurrent_row(name: &str) -> Option<&'static Unary> {
+    let rows: [&'static Unary; 9] = [
+        &RELU,
+        &SIGMOID,
+        &TANH,
+        &LEAKY_RELU,
+        &THRESHOLDED_RELU,
+        &HARD_SIGMOID,
+        &ELU,
+        &SOFTSIGN,
+        &SOFTPLUS,
+    ];
+    rows.into_iter().find(|r| r.name.eq_ignore_ascii_case(name))
+}

@@ -44,6 +44,7 @@ mod pool;
 mod prelu;
 mod qmatmul;
 mod quantize;
+mod recurrent;
 mod reduce;
 mod replicate;
 mod resize;
@@ -285,6 +286,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         prelu::OPS,
         qmatmul::OPS,
         quantize::OPS,
+        recurrent::OPS,
         reduce::OPS,
         replicate::OPS,
         resize::OPS,

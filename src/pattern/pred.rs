@@ -213,5 +213,6 @@ fn show_attr(a: &Attr) -> String {
         Attr::Str(s) => format!("{s:?}"),
         Attr::Ints(v) => list(v),
         Attr::Floats(v) => list(v),
+        Attr::Strs(v) => list(&v.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>()),
     }
 }

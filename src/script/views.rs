@@ -64,6 +64,7 @@ fn attr(a: &Attr) -> Dynamic {
         Attr::Str(s) => Dynamic::from(s.clone()),
         Attr::Ints(v) => Dynamic::from_array(v.iter().map(|x| Dynamic::from_int(*x)).collect()),
         Attr::Floats(v) => Dynamic::from_array(v.iter().map(|x| Dynamic::from_float(*x)).collect()),
+        Attr::Strs(v) => Dynamic::from_array(v.iter().map(|s| Dynamic::from(s.clone())).collect()),
     }
 }
 

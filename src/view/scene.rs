@@ -279,5 +279,6 @@ fn attr_text(a: &Attr) -> String {
         Attr::Str(s) => format!("\"{s}\""),
         Attr::Ints(v) => list(v.iter().map(|x| x.to_string()).collect()),
         Attr::Floats(v) => list(v.iter().map(|x| x.to_string()).collect()),
+        Attr::Strs(v) => list(v.iter().map(|s| format!("\"{s}\"")).collect()),
     }
 }

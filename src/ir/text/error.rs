@@ -232,7 +232,7 @@ fn describe(rule: Rule) -> String {
         Rule::edge => "an edge",
         Rule::wcr => "`wcr`",
         Rule::attrs => "attributes `{ … }`",
-        Rule::list_type => "`ints` or `floats`",
+        Rule::list_type => "`ints`, `floats` or `strings`",
         other => return format!("{other:?}").replace('_', " "),
     };
     s.to_string()

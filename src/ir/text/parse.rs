@@ -446,27 +446,29 @@ fn attr_value(v: Pair<Rule>) -> Result<Attr, Fault> {
         _ => {
             let mut items: Vec<Pair<Rule>> = v.clone().into_inner().collect();
             let declared = match items.first() {
-                Some(t) if t.as_rule() == Rule::list_type => {
-                    Some(items.remove(0).as_str() == "floats")
-                }
+                Some(t) if t.as_rule() == Rule::list_type => Some(match items.remove(0).as_str() {
+                    "floats" => ListKind::Floats,
+                    "strings" => ListKind::Strings,
+                    _ => ListKind::Ints,
+                }),
                 _ => None,
             };
-            let floats = match (declared, items.first()) {
-                (Some(f), _) => f,
-                (None, Some(first)) => is_float(first.as_str()),
+            let kind = match (declared, items.first()) {
+                (Some(k), _) => k,
+                (None, Some(first)) => ListKind::of(first),
                 (None, None) => {
                     return Err(Fault::invalid(
                         "list",
                         v.as_span(),
-                        "an empty list needs a type: `ints[]` or `floats[]`",
+                        "an empty list needs a type: `ints[]`, `floats[]` or `strings[]`",
                     ))
                 }
             };
-            if let Some(odd) = items.iter().find(|i| is_float(i.as_str()) != floats) {
-                let want = if floats {
-                    "a float like `1.0`"
-                } else {
-                    "an integer"
+            if let Some(odd) = items.iter().find(|i| ListKind::of(i) != kind) {
+                let want = match kind {
+                    ListKind::Floats => "a float like `1.0`",
+                    ListKind::Ints => "an integer",
+                    ListKind::Strings => "a string like `\"Tanh\"`",
                 };
                 return Err(Fault::invalid(
                     "list element",
@@ -474,13 +476,33 @@ fn attr_value(v: Pair<Rule>) -> Result<Attr, Fault> {
                     format!("expected {want} like the rest of the list"),
                 ));
             }
-            if floats {
-                Ok(Attr::Floats(
+            match kind {
+                ListKind::Floats => Ok(Attr::Floats(
                     items.iter().map(float).collect::<Result<_, _>>()?,
-                ))
-            } else {
-                Ok(Attr::Ints(items.iter().map(int).collect::<Result<_, _>>()?))
+                )),
+                ListKind::Ints => Ok(Attr::Ints(items.iter().map(int).collect::<Result<_, _>>()?)),
+                ListKind::Strings => Ok(Attr::Strs(
+                    items.iter().map(text).collect::<Result<_, _>>()?,
+                )),
             }
+        }
+    }
+}
+
+/// The element type of an attribute list.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ListKind {
+    Ints,
+    Floats,
+    Strings,
+}
+
+impl ListKind {
+    fn of(item: &Pair<Rule>) -> ListKind {
+        match item.as_rule() {
+            Rule::string => ListKind::Strings,
+            _ if is_float(item.as_str()) => ListKind::Floats,
+            _ => ListKind::Ints,
         }
     }
 }

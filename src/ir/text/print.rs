@@ -223,6 +223,11 @@ fn attr(a: &Attr) -> String {
         Attr::Floats(v) if v.is_empty() => "floats[]".to_string(),
         Attr::Ints(v) => format!("[{}]", join(v)),
         Attr::Floats(v) => format!("[{}]", floats(v).join(", ")),
+        Attr::Strs(v) if v.is_empty() => "strings[]".to_string(),
+        Attr::Strs(v) => format!(
+            "[{}]",
+            v.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
