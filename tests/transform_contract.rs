@@ -62,7 +62,7 @@ fn an_unknown_key_names_the_accepted_keys_and_the_closest() {
     );
     let r = refusal(
         &mut p,
-        "Parallelize",
+        "Vectorize",
         &[acc],
         &one("bogus", ParamValue::Int(3)),
     );
@@ -70,7 +70,7 @@ fn an_unknown_key_names_the_accepted_keys_and_the_closest() {
         matches!(&r, Refusal::Params(ParamError::Unknown { accepted, .. }) if accepted.is_empty()),
         "{r}"
     );
-    assert_eq!(r.to_string(), "Parallelize has no parameter `bogus`");
+    assert_eq!(r.to_string(), "Vectorize has no parameter `bogus`");
 }
 
 #[test]

@@ -28,12 +28,9 @@ fn a_transformation_without_parameters_says_it_takes_none() {
     let dir = mlp_ir_dir();
     let err = refused(
         dir.path(),
-        &["-t", "Parallelize", "--at", "n19", "--param", "bogus=3"],
+        &["-t", "Vectorize", "--at", "n19", "--param", "bogus=3"],
     );
-    assert!(
-        err.contains("Parallelize has no parameter `bogus`"),
-        "{err}"
-    );
+    assert!(err.contains("Vectorize has no parameter `bogus`"), "{err}");
     assert!(err.contains("help: it takes no parameters"), "{err}");
     assert!(!err.contains("did you mean"), "{err}");
 }
