@@ -50,7 +50,7 @@ fn check_reproduces(dir: &Path, hash: &str) {
     assert!(check.status.success(), "{}", text(&check.stderr));
     let stdout = text(&check.stdout);
     assert!(
-        stdout.contains(&format!("ok: s.onnx (1 steps, {hash})")),
+        stdout.contains(&format!("ok: s.onnx (1 step, {hash})")),
         "{stdout}"
     );
 }

@@ -92,12 +92,9 @@ fn check_one(file: &Path, args: &CheckArgs, tally: &mut Tally) -> Result<(), Cli
                     tally.failed += usize::from(!args.update);
                     print_drift(entry, &drift, args.update);
                 } else {
-                    println!(
-                        "ok: {} ({} steps, {})",
-                        entry.describe(),
-                        now.steps.len(),
-                        now.final_hash
-                    );
+                    let n = now.steps.len();
+                    let noun = if n == 1 { "step" } else { "steps" };
+                    println!("ok: {} ({n} {noun}, {})", entry.describe(), now.final_hash);
                 }
                 replayed.push(now);
             }
