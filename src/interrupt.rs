@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// How often a wait for a child looks at the flag.
+/// The longest a wait for a child goes without looking at the flag.
 const POLL: Duration = Duration::from_millis(20);
 
 fn flag() -> &'static Arc<AtomicBool> {
@@ -89,7 +89,10 @@ pub fn output(cmd: &mut Command) -> std::io::Result<Output> {
 }
 
 /// Waits for `child`; `None` when the flag was raised and the child killed.
+/// The first poll comes after a millisecond and the interval doubles up to [`POLL`], so a short
+/// run (a cached compile, a small program) is not delayed by a whole interval.
 fn wait(child: &mut Child) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let mut delay = Duration::from_millis(1);
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
@@ -99,7 +102,8 @@ fn wait(child: &mut Child) -> std::io::Result<Option<std::process::ExitStatus>> 
             child.wait()?;
             return Ok(None);
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(POLL);
     }
 }
 

@@ -90,6 +90,11 @@ impl Progress {
         }
     }
 
+    /// Whether anything is shown: callers skip composing messages nobody sees.
+    pub fn shown(&self) -> bool {
+        self.mode != Mode::Quiet
+    }
+
     /// Says what the current step is doing.
     pub fn step(&self, message: &str) {
         match (&self.bar, self.mode) {

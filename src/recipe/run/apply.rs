@@ -178,11 +178,11 @@ impl Interp<'_> {
         if crate::interrupt::requested() {
             return Err(interrupted(span));
         }
-        (self.progress).step(&format!(
-            "checking {} at {}",
-            t.name(),
-            describe_all(self.p, site)
-        ));
+        if self.progress.shown() {
+            let at = describe_all(self.p, site);
+            self.progress
+                .step(&format!("checking {} at {at}", t.name()));
+        }
         match self.engine.apply(self.p, t, site, params) {
             Ok(step) => {
                 self.record(step, span);
