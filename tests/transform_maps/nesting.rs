@@ -120,3 +120,26 @@ fn collapse_refuses_a_body_that_is_not_a_single_map() {
     assert!(why.starts_with("the body holds tasklet node n"), "{why}");
     assert!(why.ends_with(", not only a nested map"), "{why}");
 }
+
+#[test]
+fn tile_bounds_are_exact_when_the_tile_divides_the_extent() {
+    // i = 0:8 is tiled by 4 (divides), k = 0:9 by 4 (does not).
+    let mut p = common::matmul(8, 9, 6);
+    let acc = map_id(&p, "acc");
+    let tiled = apply_checked(
+        &mut p,
+        "MapTiling",
+        &[acc],
+        &params(&[("tiles", ParamValue::Ints(vec![4, 0, 4]))]),
+    );
+    let inner = map(&p, tiled.touched[1]);
+    let end = |name: &str| {
+        let prm = inner.params.iter().find(|q| q.name == name).unwrap();
+        prm.range.end.to_string()
+    };
+    assert_eq!(end("i"), "i_tile + 4");
+    assert!(end("k").starts_with("min("), "{}", end("k"));
+    assert_matmul(&p, 8, 9, 6);
+    let source = compiled_matches_interpreter(&p);
+    assert!(source.contains("i_tile + 4"), "{source}");
+}

@@ -6,8 +6,10 @@
 //!            map [i = i_tile:min(i_tile + 32, N), j = 0:M] { body(i, j) }
 //!          }
 //! ```
-//! The inner range is clipped with `min`, so sizes that the tile does not divide are covered
-//! exactly. Tile size 0 leaves a parameter untiled.
+//! When the tile divides a constant extent, the inner range is exact (`i_tile:i_tile + 32`), so
+//! the compiler sees a constant trip count and can keep a tile's accumulators in registers and
+//! unroll; otherwise it is clipped with `min`, which covers the last, partial tile exactly.
+//! Tile size 0 leaves a parameter untiled.
 
 use crate::ir::{MapNode, MapParam, NodeId, Range, SymExpr};
 use crate::transform::support::names::{fresh, taken_names};
@@ -111,9 +113,17 @@ fn split(
         }
         let tile_name = fresh(&format!("{}_tile", prm.name), taken);
         let tile_var = SymExpr::sym(tile_name.as_str());
+        let divides = (&prm.range.end - &prm.range.start)
+            .as_int()
+            .is_some_and(|extent| extent % t == 0);
+        let tile_end = if divides {
+            &tile_var + t
+        } else {
+            (&tile_var + t).min(prm.range.end.clone())
+        };
         inner.push(MapParam {
             name: prm.name,
-            range: Range::new(tile_var.clone(), (&tile_var + t).min(prm.range.end.clone())),
+            range: Range::new(tile_var.clone(), tile_end),
         });
         outer.push(MapParam {
             name: tile_name,
