@@ -104,6 +104,7 @@ fn render_demo(r: &DemoReport) -> String {
         r.refused.len(),
         r.speedup
     ));
+    out.push_str(&format!("{}\n", r.check_time.render()));
     out.push_str(&format!(
         "outputs match the reference interpreter within |err| <= {} + {}·|ref| (max abs error {:.2e})\n",
         tol.atol, tol.rtol, r.max_abs_error

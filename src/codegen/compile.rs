@@ -9,8 +9,10 @@
 use super::{emit, CProgram, CodegenError};
 use crate::ir::Program;
 use sha2::{Digest, Sha256};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// Flags for every build: optimise for this machine, OpenMP on, FMA contraction allowed.
 pub(crate) const FLAGS: &[&str] = &["-O3", "-march=native", "-fopenmp", "-std=c11"];
@@ -18,6 +20,18 @@ pub(crate) const FLAGS: &[&str] = &["-O3", "-march=native", "-fopenmp", "-std=c1
 pub(crate) const LIBS: &[&str] = &["-lm"];
 /// Lines of compiler output kept in an error.
 const STDERR_LINES: usize = 30;
+
+thread_local! {
+    /// Compiler runs on this thread and their total time (cache hits not counted).
+    static BUILDS: Cell<(u32, Duration)> = const { Cell::new((0, Duration::ZERO)) };
+}
+
+/// The compiler runs started on this thread so far and their total time: the engine takes the
+/// difference across a numerics check to say how many C builds a step cost. Per thread, so
+/// parallel checks (and tests) do not count each other's builds.
+pub fn builds_on_this_thread() -> (u32, Duration) {
+    BUILDS.with(Cell::get)
+}
 
 /// How to build: the compiler command line, the flags and where to cache results.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +105,13 @@ impl Compiled {
         if !binary.is_file() {
             let source = cache.join(format!("{key}.c"));
             write_atomic(&source, program.source.as_bytes())?;
-            compile(config, &cmd, &lead, &source, &binary)?;
+            let started = Instant::now();
+            let compiled = compile(config, &cmd, &lead, &source, &binary);
+            BUILDS.with(|b| {
+                let (n, t) = b.get();
+                b.set((n + 1, t + started.elapsed()));
+            });
+            compiled?;
         }
         let weights = cache.join(format!("{}.weights", sha256_hex(&[&program.weights])));
         if !weights.is_file() {

@@ -23,7 +23,7 @@ mod run;
 mod scope;
 mod writer;
 
-pub use compile::{cache_dir, BuildConfig, Compiled};
+pub use compile::{builds_on_this_thread, cache_dir, BuildConfig, Compiled};
 pub use deliverable::{Deliverable, DeliverableError};
 pub use emit::emit;
 pub use excerpt::excerpt;

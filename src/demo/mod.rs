@@ -73,6 +73,8 @@ pub struct DemoReport {
     /// Every step the recipe tried that did not apply, with the reason (each left the program
     /// unchanged).
     pub refused: Vec<String>,
+    /// Where the time of the recipe's checked steps went.
+    pub check_time: crate::transform::engine::TimeSummary,
 }
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -140,6 +142,7 @@ pub fn run(
         max_abs_error: rows[1].max_abs_error.unwrap_or(f64::NAN),
         rows,
         recipe,
+        check_time: crate::transform::engine::TimeSummary::of(&report.step_times),
         steps: report.steps.into_iter().map(|s| s.step).collect(),
         refused: report.skipped.into_iter().map(|s| s.reason).collect(),
     })

@@ -15,11 +15,13 @@ mod diff;
 mod numerics;
 mod races;
 mod repeat;
+mod timing;
 mod trace;
 
 pub use diff::program_hash;
 pub use numerics::work;
 pub use repeat::{Budget, Repeated, StopReason};
+pub use timing::{StepTime, TimeSummary, TimedStep};
 pub use trace::{replay, replay_with, ReplayError, Trace, TraceError};
 
 use super::{
@@ -31,6 +33,7 @@ use crate::ir::{NodeId, Program};
 use crate::pattern::Change;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 /// A check layer. Structural invariants always run; the caller may lower the other two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -201,17 +204,20 @@ impl Step {
 
     /// One line for people: `MapTiling at n19 (tiles=16,0,0)`.
     pub fn summary(&self) -> String {
-        let site: Vec<String> = self.site.iter().map(|n| n.to_string()).collect();
-        let params: Vec<String> = (self.params.iter())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let params = if params.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", params.join(", "))
-        };
-        format!("{} at {}{params}", self.transformation, site.join(","))
+        step_line(&self.transformation, &self.site, &self.params)
     }
+}
+
+/// `MapTiling at n19 (tiles=16,0,0)`.
+fn step_line(transformation: &str, site: &[NodeId], params: &Params) -> String {
+    let site: Vec<String> = site.iter().map(|n| n.to_string()).collect();
+    let params: Vec<String> = (params.iter()).map(|(k, v)| format!("{k}={v}")).collect();
+    let params = if params.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", params.join(", "))
+    };
+    format!("{transformation} at {}{params}", site.join(","))
 }
 
 /// Why a step was refused; the program is unchanged in every case.
@@ -279,19 +285,27 @@ impl Refusal {
 }
 
 /// Applies transformations transactionally; keeps the compiled-C outputs of recent originals so
-/// repeated steps on a large program do not recompile and rerun it.
+/// repeated steps on a large program do not recompile and rerun it, and the time of every step
+/// it checked.
 #[derive(Debug, Default)]
 pub struct Engine {
     pub checks: Checks,
     cache: numerics::OutputCache,
+    log: Vec<TimedStep>,
 }
 
 impl Engine {
     pub fn new(checks: Checks) -> Engine {
         Engine {
             checks,
-            cache: numerics::OutputCache::default(),
+            ..Engine::default()
         }
+    }
+
+    /// Every step this engine committed or refused past its preconditions, in order, with
+    /// where its time went.
+    pub fn timings(&self) -> &[TimedStep] {
+        &self.log
     }
 
     /// Hashes of the programs whose compiled-C outputs are kept, oldest first.
@@ -336,11 +350,19 @@ impl Engine {
             plan,
             args,
             legality,
+            planning,
         } = planned;
+        let mut time = StepTime {
+            plan: planning,
+            ..StepTime::default()
+        };
+        let summary = step_line(t.name(), &site, &args.to_params());
+        let started = Instant::now();
         let snapshot = p.clone();
         let hash_before = program_hash(p);
         let before = diff::fingerprints(p);
         let checked = plan.run(p).map_err(Refusal::from).and_then(|touched| {
+            time.rewrite = started.elapsed();
             let after = Rewrite {
                 t,
                 anchor,
@@ -348,16 +370,28 @@ impl Engine {
                 original_hash: &hash_before,
                 waived: legality.waived(),
             };
-            Ok((touched, self.check_rewrite(&after, p)?))
+            Ok((touched, self.check_rewrite(&after, p, &mut time)?))
         });
         let (touched, (done, hash_after)) = match checked {
             Ok(checked) => checked,
             Err(r) => {
                 *p = snapshot;
+                self.log.push(TimedStep {
+                    step: summary,
+                    refused: true,
+                    time,
+                });
                 return Err(r);
             }
         };
+        let compared = Instant::now();
         let (added, removed, modified) = diff::compare(&before, &diff::fingerprints(p));
+        time.rewrite += compared.elapsed();
+        self.log.push(TimedStep {
+            step: summary,
+            refused: false,
+            time,
+        });
         Ok(Step {
             transformation: t.name().to_string(),
             script: t.script_hash().map(str::to_string),
@@ -375,14 +409,18 @@ impl Engine {
 
     /// The layers after a rewrite of `after.original` into `p`: structural invariants, the
     /// engine's race check (with the waived preconditions when legality is lowered), numerics.
-    /// Returns the records and the rewritten program's hash.
+    /// Returns the records and the rewritten program's hash; `time` gets each layer's time.
     fn check_rewrite(
         &mut self,
         after: &Rewrite,
         p: &Program,
+        time: &mut StepTime,
     ) -> Result<(Vec<CheckRecord>, String), Refusal> {
         let name = after.t.name().to_string();
-        if let Err(error) = validate(p) {
+        let started = Instant::now();
+        let valid = validate(p);
+        time.validate = started.elapsed();
+        if let Err(error) = valid {
             return Err(Refusal::Invalid {
                 transformation: name,
                 node: after.anchor,
@@ -396,7 +434,10 @@ impl Engine {
             },
         };
         let mut waived = after.waived.to_vec();
-        if let Some((node, reason)) = races::new_race(after.original, p) {
+        let started = Instant::now();
+        let race = races::new_race(after.original, p);
+        time.races = started.elapsed();
+        if let Some((node, reason)) = race {
             if !self.checks.is_lowered(Layer::Legality) {
                 return Err(Refusal::Race {
                     transformation: name,
@@ -421,8 +462,14 @@ impl Engine {
                     rewritten_hash: &hash_after,
                     checks: &self.checks,
                 };
-                let how = (run.compare(&mut self.cache))
-                    .map_err(|failure| failure.refusal(&name, after.anchor))?;
+                let started = Instant::now();
+                let (builds, build_time) = crate::codegen::builds_on_this_thread();
+                let compared = run.compare(&mut self.cache);
+                let (builds_after, build_time_after) = crate::codegen::builds_on_this_thread();
+                time.numerics = started.elapsed();
+                time.c_builds = builds_after - builds;
+                time.c_build_time = build_time_after - build_time;
+                let how = compared.map_err(|failure| failure.refusal(&name, after.anchor))?;
                 done.push(passed(Layer::Numerics, &how));
             }
         }
@@ -447,6 +494,8 @@ pub struct Planned {
     plan: super::Plan,
     args: Args,
     legality: Legality,
+    /// How long planning took, for the step's [`StepTime`].
+    planning: Duration,
 }
 
 impl Planned {
@@ -466,6 +515,7 @@ pub fn plan_at(
     params: &Params,
     legality_lowered: bool,
 ) -> Result<Planned, Refusal> {
+    let started = Instant::now();
     let anchor = check_site(t.schema(), p, site)?;
     let args = Args::validate(t.schema(), p, site, anchor, params)?;
     let mut legality = Legality::new(legality_lowered);
@@ -481,6 +531,7 @@ pub fn plan_at(
         plan,
         args,
         legality,
+        planning: started.elapsed(),
     })
 }
 

@@ -13,6 +13,8 @@ fn run_writes_the_ir_the_c_and_the_lock_and_reports() {
         "recipe tiny 0.1.0 on models/mlp.onnx",
         "steps ",
         "checks per step",
+        "time    checked ",
+        "slowest ",
         "dmd ",
         "wrote ",
     ] {
@@ -84,6 +86,27 @@ fn json_reports_the_documented_keys() {
     }
     assert!(v["dmd"]["before"].is_number(), "{v}");
     assert_eq!(v["outputs"]["lock"], "tiny.recipe.lock");
+    // Where the checked steps' time went: one entry per step, each with its phases, and totals
+    // that add them up.
+    let times = v["step_times"].as_array().expect("step_times");
+    assert_eq!(Some(times.len() as u64), v["steps"].as_u64(), "{v}");
+    for phase in [
+        "plan",
+        "rewrite",
+        "validate",
+        "races",
+        "numerics",
+        "c_build_time",
+    ] {
+        assert!(
+            times[0][phase].as_f64().is_some_and(|s| s >= 0.0),
+            "{phase}: {v}"
+        );
+    }
+    let numerics: f64 = times.iter().filter_map(|t| t["numerics"].as_f64()).sum();
+    let total = v["timing"]["numerics"].as_f64().expect("timing.numerics");
+    assert!((numerics - total).abs() < 1e-6, "{numerics} vs {total}");
+    assert_eq!(v["timing"]["steps"], v["steps"]);
 }
 
 #[test]

@@ -188,3 +188,47 @@ fn large_programs_are_checked_through_compiled_c_with_cached_original_outputs() 
     assert_eq!(second.len(), 3, "{second:?}");
     assert_eq!(second[..2], first[..]);
 }
+
+#[test]
+fn the_engine_times_every_checked_step_and_counts_only_real_c_builds() {
+    // Sizes unique to this run, so the generated C is not in the compile cache yet.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .subsec_nanos() as i64;
+    let (m, k, n) = (8 + nanos % 97, 5 + nanos / 97 % 89, 9 + nanos / 8633 % 83);
+    let original = common::matmul(m, k, n);
+    let checks = Checks {
+        numerics_budget: 10,
+        ..Checks::default()
+    };
+    let tiles = one("tiles", ParamValue::Ints(vec![4, 0, 0]));
+    let t = lookup("MapTiling").expect("exists");
+    let mut p = original.clone();
+    let acc = map_id(&p, "acc");
+    let mut engine = Engine::new(checks.clone());
+    let step = engine.apply(&mut p, t, &[acc], &tiles).expect("tiles");
+    // A precondition failure is not a checked step: nothing is logged for it.
+    let vectorize = lookup("Vectorize").expect("exists");
+    assert!(engine
+        .apply(&mut p, vectorize, &[acc], &Params::new())
+        .is_err());
+    let log = engine.timings();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0].step, step.summary());
+    assert!(!log[0].refused);
+    let time = &log[0].time;
+    assert!(time.c_builds >= 1, "{time:?}");
+    assert!(time.numerics >= time.c_build_time, "{time:?}");
+    assert!(time.total() >= time.numerics, "{time:?}");
+    // The same step again compiles nothing: the binaries are cached by content.
+    let mut again = original.clone();
+    let mut engine = Engine::new(checks);
+    engine.apply(&mut again, t, &[acc], &tiles).expect("tiles");
+    assert_eq!(
+        engine.timings()[0].time.c_builds,
+        0,
+        "{:?}",
+        engine.timings()
+    );
+}

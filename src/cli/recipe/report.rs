@@ -7,6 +7,7 @@ use crate::bench::Row;
 use crate::recipe::run::value::ParamValue;
 use crate::recipe::run::{ExpectOutcome, RunReport};
 use crate::recipe::{Diagnostic, Sources};
+use crate::transform::engine::{TimeSummary, TimedStep};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -135,6 +136,9 @@ pub fn from_run(r: &RunReport, checked: &[Diagnostic], sources: &Sources) -> Run
             .collect(),
         printed: r.printed.clone(),
         notes: r.notes.clone(),
+        timing: TimeSummary::of(&r.step_times),
+        search_timing: (r.search_time.steps > 0).then(|| r.search_time.clone()),
+        step_times: r.step_times.clone(),
     }
 }
 
@@ -156,6 +160,12 @@ pub struct RunPart {
     pub expectations: Vec<ExpectLine>,
     pub printed: Vec<String>,
     pub notes: Vec<String>,
+    /// Where the checked steps' time went (the final run).
+    pub timing: TimeSummary,
+    /// The same for the steps `choose` searches checked, when any ran.
+    pub search_timing: Option<TimeSummary>,
+    /// Each checked step with its time (in `--json` only).
+    pub step_times: Vec<TimedStep>,
 }
 
 fn decision_line(d: &crate::recipe::run::choose::Decision) -> DecisionLine {
@@ -233,6 +243,12 @@ impl Report {
         );
         listed(&mut out, "warned", "warnings", &self.run.warnings);
         let _ = writeln!(out, "{}", self.run.checks);
+        if self.run.timing.steps > 0 {
+            let _ = writeln!(out, "time    {}", self.run.timing.render());
+        }
+        if let Some(search) = &self.run.search_timing {
+            let _ = writeln!(out, "search  {} (choose)", search.render());
+        }
         for l in &self.run.lowered {
             let _ = writeln!(out, "lowered {l}");
         }

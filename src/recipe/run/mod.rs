@@ -32,7 +32,7 @@ use crate::ir::Program;
 use crate::recipe::ast;
 use crate::recipe::modules::Loaded;
 use crate::recipe::{Diagnostic, Span};
-use crate::transform::engine::{Checks, Engine, Step};
+use crate::transform::engine::{Checks, Engine, Step, TimeSummary, TimedStep};
 use env::{Baseline, Carried, Interp};
 use failure::{Failure, RUNTIME};
 use std::collections::BTreeMap;
@@ -70,6 +70,10 @@ pub struct RunReport {
     pub expects: Vec<ExpectRecord>,
     /// Every lowering of a check layer: `numerics: <reason> (recipe.recipe:12)`.
     pub lowered: Vec<String>,
+    /// The checked steps of the final run with where their time went (refused ones included).
+    pub step_times: Vec<TimedStep>,
+    /// The time of the steps `choose` searches checked on copies of the program.
+    pub search_time: TimeSummary,
 }
 
 /// One step with where it came from.
@@ -141,6 +145,7 @@ pub fn run_with(
     baseline: &mut Baseline,
 ) -> Result<(params::ParamSpace, Carried), RunError> {
     let main = main_block(l)?;
+    let searched_from = engine.timings().len();
     let (space, mut values) =
         params::resolve_params(l, &opts.set, &opts.fixed).map_err(first_of)?;
     let decisions = {
@@ -156,12 +161,16 @@ pub fn run_with(
         choose::decide(l, &space, &mut values, p, opts, &mut run_main)?
     };
     engine.checks = opts.checks.clone();
+    let final_from = engine.timings().len();
     let start = Carried::start(values.clone());
     let mut it = Interp::new(l, p, opts, &space, engine, baseline, start);
     let outcome = it.statements(&main.stmts);
     let mut carried = it.into_carried();
     carried.report.params = values;
     carried.report.decisions = decisions;
+    let log = engine.timings();
+    carried.report.search_time = TimeSummary::of(&log[searched_from..final_from]);
+    carried.report.step_times = log[final_from..].to_vec();
     match outcome {
         Ok(()) => Ok((space, carried)),
         Err(f) => Err(RunError {
