@@ -356,6 +356,20 @@ fn cases() -> Vec<Case> {
         vec![var(&[2, 1, 3, 6])],
     ));
     v.push((
+        "CenterCropPad",
+        attrs(&[("axes", ints(&[-1, 0]))]),
+        vec![var(&[5, 2, 3]), i64_const(&[6, 2])],
+    ));
+    v.push((
+        "Col2Im",
+        attrs(&[
+            ("strides", ints(&[2, 1])),
+            ("dilations", ints(&[1, 2])),
+            ("pads", ints(&[1, 0, 0, 2])),
+        ]),
+        vec![var(&[2, 8, 12]), i64_const(&[5, 4]), i64_const(&[2, 2])],
+    ));
+    v.push((
         "Transpose",
         attrs(&[("perm", ints(&[2, 0, 1]))]),
         vec![var(&[2, 3, 5])],

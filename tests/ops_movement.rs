@@ -1,9 +1,13 @@
-//! Data-movement operators (Concat, Split, Slice, Expand, Tile, Pad, Resize, DepthToSpace,
-//! SpaceToDepth): reference results
+//! Data-movement operators (Concat, Split, Slice, Expand, Tile, Pad, CenterCropPad, Col2Im,
+//! Resize, DepthToSpace, SpaceToDepth): reference results
 //! against hand-computed values, shape-inference errors, expansions against the reference on
 //! awkward shapes, and one compiled C program holding every operator.
 //! This file holds the shared helpers and the C test; each family has its own module.
 
+#[path = "ops_movement/center_crop_pad.rs"]
+mod center_crop_pad;
+#[path = "ops_movement/col2im.rs"]
+mod col2im;
 #[path = "ops_movement/concat.rs"]
 mod concat;
 #[path = "ops_movement/pad.rs"]

@@ -35,15 +35,16 @@ const NAME: &str = "ConvTranspose";
 pub struct ConvTranspose;
 
 /// One spatial axis: input position `i` and kernel element `k` land on output position
-/// `i·stride + k·dilation − pad_begin`.
+/// `i·stride + k·dilation − pad_begin`. Col2Im scatters the same way (its block positions are
+/// the input positions), so it shares this and [`scatter_target`].
 #[derive(Clone, Debug)]
-struct Axis {
-    input: SymExpr,
-    kernel: SymExpr,
-    stride: i64,
-    dilation: i64,
-    pad_begin: SymExpr,
-    output: SymExpr,
+pub(super) struct Axis {
+    pub(super) input: SymExpr,
+    pub(super) kernel: SymExpr,
+    pub(super) stride: i64,
+    pub(super) dilation: i64,
+    pub(super) pad_begin: SymExpr,
+    pub(super) output: SymExpr,
 }
 
 impl Axis {
@@ -57,6 +58,47 @@ impl Axis {
         let first = self.position(&SymExpr::Int(0), &SymExpr::Int(0));
         let last = self.position(&(&self.input - 1), &(&self.kernel - 1));
         nonneg(first) && nonneg(&self.output - 1 - last)
+    }
+}
+
+/// The output index where input positions `ins` and kernel elements `ks` land, one per axis,
+/// clamped into the output where a contribution can fall outside it, and the condition that
+/// every contribution lands inside (`None` when all provably do). A scatter writes
+/// [`masked`] values there: zero where the condition fails, which a sum leaves unchanged, so
+/// no access leaves its container and no write needs a condition.
+pub(super) fn scatter_target(
+    axes: &[Axis],
+    ins: &[SymExpr],
+    ks: &[SymExpr],
+) -> (Vec<SymExpr>, Option<TExpr>) {
+    let mut target = Vec::with_capacity(axes.len());
+    let mut inside: Option<TExpr> = None;
+    for ((a, i), k) in axes.iter().zip(ins).zip(ks) {
+        let p = a.position(i, k);
+        if a.always_inside() {
+            target.push(p);
+            continue;
+        }
+        let last = &a.output - 1;
+        target.push(p.clone().min(last.clone()).max(SymExpr::Int(0)));
+        let cond = TExpr::binary(
+            BinOp::Ge,
+            TExpr::Index(p.clone().min(last - p)),
+            TExpr::Const(0.0),
+        );
+        inside = Some(match inside {
+            Some(c) => TExpr::binary(BinOp::And, c, cond),
+            None => cond,
+        });
+    }
+    (target, inside)
+}
+
+/// `value` where `inside` holds (always when `None`), else zero.
+pub(super) fn masked(value: TExpr, inside: Option<TExpr>) -> TExpr {
+    match inside {
+        Some(cond) => TExpr::select(cond, value, TExpr::Const(0.0)),
+        None => value,
     }
 }
 
@@ -352,36 +394,14 @@ impl Operator for ConvTranspose {
         for (d, a) in geo.axes.iter().enumerate() {
             params.push((format!("k{d}"), Range::upto(a.kernel.clone())));
         }
-        let mut y_spatial = Vec::with_capacity(rank);
-        let mut inside: Option<TExpr> = None;
-        for ((a, i), k) in geo.axes.iter().zip(&ins).zip(&ks) {
-            let p = a.position(i, k);
-            if a.always_inside() {
-                y_spatial.push(p);
-                continue;
-            }
-            let last = &a.output - 1;
-            y_spatial.push(p.clone().min(last.clone()).max(SymExpr::Int(0)));
-            let cond = TExpr::binary(
-                BinOp::Ge,
-                TExpr::Index(p.clone().min(last - p)),
-                TExpr::Const(0.0),
-            );
-            inside = Some(match inside {
-                Some(c) => TExpr::binary(BinOp::And, c, cond),
-                None => cond,
-            });
-        }
+        let (y_spatial, inside) = scatter_target(&geo.axes, &ins, &ks);
         let c_full = &g * geo.in_per_group + SymExpr::sym("c");
         let m_full = &g * geo.out_per_group + SymExpr::sym("m");
         let x_idx = [SymExpr::sym("n"), c_full.clone()].into_iter().chain(ins);
         let w_idx = [c_full, SymExpr::sym("m")].into_iter().chain(ks);
         let y_idx = [SymExpr::sym("n"), m_full].into_iter().chain(y_spatial);
         let product = TExpr::binary(BinOp::Mul, TExpr::input("x"), TExpr::input("w"));
-        let value = match inside {
-            Some(cond) => TExpr::select(cond, product, TExpr::Const(0.0)),
-            None => product,
-        };
+        let value = masked(product, inside);
         let reads = vec![
             Read::new("x", &x, x_idx.collect()),
             Read::new("w", &w, w_idx.collect()),

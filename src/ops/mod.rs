@@ -13,6 +13,8 @@ mod attention;
 mod batchnorm;
 mod bitwise;
 pub mod broadcast;
+mod center_crop_pad;
+mod col2im;
 mod concat;
 mod conv;
 mod conv_transpose;
@@ -259,6 +261,8 @@ pub fn all() -> Vec<&'static dyn Operator> {
         attention::OPS,
         batchnorm::OPS,
         bitwise::OPS,
+        center_crop_pad::OPS,
+        col2im::OPS,
         concat::OPS,
         conv::OPS,
         conv_transpose::OPS,

@@ -17,7 +17,7 @@ use super::movement::{
 };
 use super::support::{arg, element_map, input_type, offset, Read};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, LibraryNode, SymExpr, TExpr, Tensor};
+use crate::ir::{BinOp, DataDesc, LibraryNode, SymExpr, TExpr, Tensor};
 
 pub static OPS: &[&dyn Operator] = &[&Pad];
 
@@ -63,14 +63,26 @@ impl Mode {
     }
 }
 
-/// The resolved padding: mode and, per dimension, the pads before and after.
-struct Plan {
+/// The resolved padding: mode and, per dimension, the pads before and after (negative: crop).
+/// CenterCropPad is this plan with zeros and centred pads, so it shares the rule and the
+/// expansion rather than restating them.
+pub(super) struct Plan {
     mode: Mode,
     begin: Vec<i64>,
     end: Vec<i64>,
 }
 
 impl Plan {
+    /// Padding with zeros by `begin[d]` and `end[d]` on each dimension `d`; the caller has
+    /// checked that no extent becomes negative.
+    pub(super) fn zeros(begin: Vec<i64>, end: Vec<i64>) -> Plan {
+        Plan {
+            mode: Mode::Constant,
+            begin,
+            end,
+        }
+    }
+
     fn new<'a>(
         node: &LibraryNode,
         shape: &[SymExpr],
@@ -121,7 +133,7 @@ impl Plan {
         Ok(Plan { mode, begin, end })
     }
 
-    fn out_type(&self, x: &TensorType) -> TensorType {
+    pub(super) fn out_type(&self, x: &TensorType) -> TensorType {
         let shape = x
             .shape
             .iter()
@@ -134,6 +146,98 @@ impl Plan {
     /// True when dimension `d` has positions outside the input (not merely cropped).
     fn pads(&self, d: usize) -> bool {
         self.begin[d] > 0 || self.end[d] > 0
+    }
+
+    /// The padded copy of `x`, with `fill` where mode `constant` writes the constant.
+    pub(super) fn eval(&self, x: &Tensor, fill: f64) -> Result<Tensor, OpError> {
+        let shape = concrete(OP, &self.out_type(&type_of(x)))?;
+        let strides = x.strides();
+        Ok(gather(x, &shape, fill, |idx| {
+            let src = idx
+                .iter()
+                .enumerate()
+                .map(|(d, &o)| {
+                    let n = x.shape[d] as i64;
+                    self.mode.source(o as i64 - self.begin[d], n).map(to_usize)
+                })
+                .collect::<Option<Vec<usize>>>()?;
+            Some(offset(&src, &strides))
+        }))
+    }
+
+    /// One map over the output of input 0 into output 0, reading the constant of mode
+    /// `constant` from the container `constant` when given (and not empty), else `fill`.
+    pub(super) fn expand(
+        &self,
+        ctx: &mut ExpandCtx,
+        constant: Option<(String, DataDesc)>,
+        fill: f64,
+    ) -> Result<(), OpError> {
+        let (x, x_desc) = ctx.input(0)?.clone();
+        let (y, y_desc) = ctx.output(0)?.clone();
+        let (params, idx) = elementwise_index(&y_desc.shape);
+        let constant = constant.filter(|(_, d)| !has_zero_extent(&d.shape));
+        let (c_read, c_value) = match &constant {
+            Some((name, desc)) => (
+                Some(Read::new(
+                    "c",
+                    name,
+                    vec![SymExpr::Int(0); desc.shape.len()],
+                )),
+                TExpr::input("c"),
+            ),
+            None => (None, TExpr::Const(fill)),
+        };
+        if self.mode == Mode::Constant && has_zero_extent(&x_desc.shape) {
+            // Nothing to read: the output is all padding.
+            let reads = c_read.into_iter().collect();
+            element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, c_value);
+            return Ok(());
+        }
+        let mut src = Vec::with_capacity(idx.len());
+        let mut inside: Option<TExpr> = None;
+        for (d, i) in idx.iter().enumerate() {
+            let n = &x_desc.shape[d];
+            let s = i - self.begin[d];
+            if !self.pads(d) {
+                src.push(s);
+                continue;
+            }
+            let clamped = s.clone().min(n - 1).max(SymExpr::Int(0));
+            src.push(match self.mode {
+                Mode::Constant | Mode::Edge => clamped,
+                Mode::Reflect => {
+                    let period = (n - 1) * 2;
+                    let period = period.max(SymExpr::Int(1));
+                    let m = s.clone().modulo(period.clone());
+                    m.clone().min(period - m)
+                }
+                Mode::Wrap => s.clone().modulo(n.clone()),
+            });
+            if self.mode != Mode::Constant {
+                continue;
+            }
+            let at = || TExpr::Index(s.clone());
+            for cond in [
+                TExpr::binary(BinOp::Ge, at(), TExpr::Const(0.0)),
+                TExpr::binary(BinOp::Lt, at(), TExpr::Index(n.clone())),
+            ] {
+                inside = Some(match inside {
+                    None => cond,
+                    Some(acc) => TExpr::binary(BinOp::And, acc, cond),
+                });
+            }
+        }
+        let mut reads = vec![Read::new("x", &x, src)];
+        let value = match (self.mode, inside) {
+            (Mode::Constant, Some(inside)) => {
+                reads.extend(c_read);
+                TExpr::select(inside, TExpr::input("x"), c_value)
+            }
+            _ => TExpr::input("x"),
+        };
+        element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, value);
+        Ok(())
     }
 }
 
@@ -177,94 +281,16 @@ impl Operator for Pad {
         let x = arg(OP, inputs, 0)?;
         let xt = type_of(x);
         let plan = Plan::new(node, &xt.shape, &|i| Param::of_eval(inputs, i))?;
-        let shape = concrete(OP, &plan.out_type(&xt))?;
         let fill = constant_value(node, inputs.get(2).copied().flatten());
-        let strides = x.strides();
-        let y = gather(x, &shape, fill, |idx| {
-            let src = idx
-                .iter()
-                .enumerate()
-                .map(|(d, &o)| {
-                    let n = x.shape[d] as i64;
-                    plan.mode.source(o as i64 - plan.begin[d], n).map(to_usize)
-                })
-                .collect::<Option<Vec<usize>>>()?;
-            Some(offset(&src, &strides))
-        });
-        Ok(vec![y])
+        Ok(vec![plan.eval(x, fill)?])
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        let (x, x_desc) = ctx.input(0)?.clone();
-        let (y, y_desc) = ctx.output(0)?.clone();
-        let plan = Plan::new(ctx.node, &x_desc.shape, &|i| Param::of_expand(ctx, i))?;
-        let (params, idx) = elementwise_index(&y_desc.shape);
-        let constant = ctx
-            .inputs
-            .get(2)
-            .and_then(|c| c.clone())
-            .filter(|(_, d)| !has_zero_extent(&d.shape));
-        let (c_read, c_value) = match &constant {
-            Some((name, desc)) => (
-                Some(Read::new(
-                    "c",
-                    name,
-                    vec![SymExpr::Int(0); desc.shape.len()],
-                )),
-                TExpr::input("c"),
-            ),
-            None => (None, TExpr::Const(constant_value(ctx.node, None))),
-        };
-        if plan.mode == Mode::Constant && has_zero_extent(&x_desc.shape) {
-            // Nothing to read: the output is all padding.
-            let reads = c_read.into_iter().collect();
-            element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, c_value);
-            return Ok(());
-        }
-        let mut src = Vec::with_capacity(idx.len());
-        let mut inside: Option<TExpr> = None;
-        for (d, i) in idx.iter().enumerate() {
-            let n = &x_desc.shape[d];
-            let s = i - plan.begin[d];
-            if !plan.pads(d) {
-                src.push(s);
-                continue;
-            }
-            let clamped = s.clone().min(n - 1).max(SymExpr::Int(0));
-            src.push(match plan.mode {
-                Mode::Constant | Mode::Edge => clamped,
-                Mode::Reflect => {
-                    let period = (n - 1) * 2;
-                    let period = period.max(SymExpr::Int(1));
-                    let m = s.clone().modulo(period.clone());
-                    m.clone().min(period - m)
-                }
-                Mode::Wrap => s.clone().modulo(n.clone()),
-            });
-            if plan.mode != Mode::Constant {
-                continue;
-            }
-            let at = || TExpr::Index(s.clone());
-            for cond in [
-                TExpr::binary(BinOp::Ge, at(), TExpr::Const(0.0)),
-                TExpr::binary(BinOp::Lt, at(), TExpr::Index(n.clone())),
-            ] {
-                inside = Some(match inside {
-                    None => cond,
-                    Some(acc) => TExpr::binary(BinOp::And, acc, cond),
-                });
-            }
-        }
-        let mut reads = vec![Read::new("x", &x, src)];
-        let value = match (plan.mode, inside) {
-            (Mode::Constant, Some(inside)) => {
-                reads.extend(c_read);
-                TExpr::select(inside, TExpr::input("x"), c_value)
-            }
-            _ => TExpr::input("x"),
-        };
-        element_map(ctx.b, &ctx.label, &params, reads, (&y, idx), None, value);
-        Ok(())
+        let x_shape = ctx.input(0)?.1.shape.clone();
+        let plan = Plan::new(ctx.node, &x_shape, &|i| Param::of_expand(ctx, i))?;
+        let constant = ctx.inputs.get(2).and_then(|c| c.clone());
+        let fill = constant_value(ctx.node, None);
+        plan.expand(ctx, constant, fill)
     }
 
     fn flops(&self, _: &LibraryNode, _: &[Option<TensorType>], _: &[TensorType]) -> u64 {
