@@ -66,9 +66,15 @@ pub fn inline_is_exact(t: &Tensor) -> bool {
     }
 }
 
-/// `hex:<little-endian bytes>`
+/// `hex:<little-endian bytes>`. Written into one buffer with `hex::encode_to_slice`: every
+/// program hash prints the weights this way, and `hex::encode`'s char-by-char collection made
+/// hashing the larger part of a recipe run's time.
 pub fn hex_blob(t: &Tensor) -> String {
-    format!("hex:{}", hex::encode(t.to_le_bytes()))
+    let bytes = t.to_le_bytes();
+    let mut out = vec![0u8; 4 + 2 * bytes.len()];
+    out[..4].copy_from_slice(b"hex:");
+    hex::encode_to_slice(&bytes, &mut out[4..]).expect("the buffer holds two digits per byte");
+    String::from_utf8(out).expect("hex digits are ASCII")
 }
 
 /// The sha256 of the little-endian bytes, in lowercase hex: how elided constants are named.
