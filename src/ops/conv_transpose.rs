@@ -21,8 +21,8 @@
 
 use super::support::{element_map, Read};
 use super::window::{
-    bias_init, conv_operands, float_input, int_list, multi_indices, offset, same_dim, sym_shape,
-    tensor_input, AutoPad,
+    bias_init, clamp_into, conv_operands, float_input, int_list, multi_indices, offset, same_dim,
+    sym_shape, tensor_input, AutoPad,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
@@ -79,17 +79,7 @@ pub(super) fn scatter_target(
             target.push(p);
             continue;
         }
-        let last = &a.output - 1;
-        target.push(p.clone().min(last.clone()).max(SymExpr::Int(0)));
-        let cond = TExpr::binary(
-            BinOp::Ge,
-            TExpr::Index(p.clone().min(last - p)),
-            TExpr::Const(0.0),
-        );
-        inside = Some(match inside {
-            Some(c) => TExpr::binary(BinOp::And, c, cond),
-            None => cond,
-        });
+        clamp_into(p, &a.output, &mut target, &mut inside);
     }
     (target, inside)
 }

@@ -268,17 +268,7 @@ impl Window {
                 idx.push(p);
                 continue;
             }
-            let last = &a.input - 1;
-            idx.push(p.clone().min(last.clone()).max(SymExpr::Int(0)));
-            let cond = TExpr::binary(
-                BinOp::Ge,
-                TExpr::Index(p.clone().min(last - p)),
-                TExpr::Const(0.0),
-            );
-            inside = Some(match inside {
-                Some(c) => TExpr::binary(BinOp::And, c, cond),
-                None => cond,
-            });
+            clamp_into(p, &a.input, &mut idx, &mut inside);
         }
         (idx, inside)
     }
@@ -514,6 +504,27 @@ pub(super) fn bias_init_at(
     }
 }
 
+/// Pushes position `p` clamped into `0..extent` onto `idx`, and ANDs into `inside` the 0/1
+/// condition that `p` really is in range: the clamped access stays in bounds and the condition
+/// says where its value counts (reads of padding, scatters into it).
+pub(super) fn clamp_into(
+    p: SymExpr,
+    extent: &SymExpr,
+    idx: &mut Vec<SymExpr>,
+    inside: &mut Option<TExpr>,
+) {
+    let last = extent - 1;
+    idx.push(p.clone().min(last.clone()).max(SymExpr::Int(0)));
+    let cond = TExpr::binary(
+        BinOp::Ge,
+        TExpr::Index(p.clone().min(last - p)),
+        TExpr::Const(0.0),
+    );
+    *inside = Some(match inside.take() {
+        Some(c) => TExpr::binary(BinOp::And, c, cond),
+        None => cond,
+    });
+}
 #[cfg(test)]
 mod tests {
     use super::*;
