@@ -1,4 +1,4 @@
-//! Convolution, batch normalisation and pooling: reference results against hand-computed
+//! Convolution, batch normalisation, LRN, MeanVarianceNormalization and pooling: reference results against hand-computed
 //! values, shape-inference errors, and expansions against the reference on awkward shapes.
 //! This file holds the shared helpers; each operator family has its own module.
 
@@ -6,6 +6,10 @@
 mod batchnorm;
 #[path = "ops_cnn/conv.rs"]
 mod conv;
+#[path = "ops_cnn/lrn.rs"]
+mod lrn;
+#[path = "ops_cnn/mvn.rs"]
+mod mvn;
 #[path = "ops_cnn/pool.rs"]
 mod pool;
 
