@@ -1,4 +1,5 @@
-//! Convolution (plain and quantized), batch normalisation, pooling, the Fourier transforms and affine grids: reference results against hand-computed
+//! Convolution (plain and quantized), batch normalisation, LRN, MeanVarianceNormalization,
+//! pooling, the Fourier transforms and affine grids: reference results against hand-computed
 //! values, shape-inference errors, and expansions against the reference on awkward shapes.
 //! This file holds the shared helpers; each operator family has its own module.
 
@@ -8,6 +9,10 @@ mod affine_grid;
 mod batchnorm;
 #[path = "ops_cnn/conv.rs"]
 mod conv;
+#[path = "ops_cnn/lrn.rs"]
+mod lrn;
+#[path = "ops_cnn/mvn.rs"]
+mod mvn;
 #[path = "ops_cnn/pool.rs"]
 mod pool;
 #[path = "ops_cnn/qconv.rs"]

@@ -58,6 +58,7 @@ const COVERED_ELSEWHERE: &[&str] = &[
     "Slice",
     "Split",
     "Tile",
+    "Upsample",
 ];
 
 fn f32t(shape: &[i64]) -> Option<TensorType> {
@@ -175,6 +176,11 @@ fn cases() -> Vec<Case> {
         attrs(&[("alpha", Attr::Float(-1.5))]),
         vec![var(&[4, 1])],
     ));
+    v.push((
+        "SwiGLU",
+        attrs(&[("alpha", Attr::Float(1.702))]),
+        vec![var(&[3, 1, 5]), var(&[3, 1, 5])],
+    ));
     for op in [
         "Add",
         "Div",
@@ -241,6 +247,16 @@ fn cases() -> Vec<Case> {
         vec![var(&[2, 5, 3])],
     ));
     v.push((
+        "LRN",
+        attrs(&[("size", Attr::Int(4)), ("beta", Attr::Float(1.5))]),
+        vec![var(&[2, 5, 3])],
+    ));
+    v.push((
+        "MeanVarianceNormalization",
+        attrs(&[("axes", ints(&[0, 2]))]),
+        vec![var(&[3, 2, 5])],
+    ));
+    v.push((
         "RMSNormalization",
         attrs(&[("axis", Attr::Int(1)), ("epsilon", Attr::Float(0.01))]),
         vec![var(&[2, 3, 5]), var(&[1, 5])],
@@ -276,6 +292,12 @@ fn cases() -> Vec<Case> {
             var(&[2, 2, 3, 2]),
             var(&[2, 2, 3, 3]),
         ],
+    ));
+    // Random lengths lie in [0, 4): the time axis has 5 steps.
+    v.push((
+        "ReverseSequence",
+        attrs(&[("batch_axis", Attr::Int(0)), ("time_axis", Attr::Int(1))]),
+        vec![var(&[3, 5, 2]), ids(&[3])],
     ));
     v.push((
         "OneHot",
@@ -516,6 +538,11 @@ fn cases() -> Vec<Case> {
     ));
     v.push(("GlobalAveragePool", none(), vec![var(&[2, 3, 4, 5])]));
     v.push(("GlobalMaxPool", none(), vec![var(&[2, 3, 1, 5])]));
+    v.push((
+        "GlobalLpPool",
+        attrs(&[("p", Attr::Int(3))]),
+        vec![var(&[2, 3, 5, 1])],
+    ));
     let bools = |shape: &[i64]| {
         (
             Some(TensorType::new(
@@ -528,6 +555,21 @@ fn cases() -> Vec<Case> {
     v.push(("Or", none(), vec![bools(&[3, 1]), bools(&[4])]));
     v.push(("Xor", none(), vec![bools(&[2, 1]), bools(&[1, 3])]));
     v.push(("PRelu", none(), vec![var(&[2, 3, 4]), var(&[3, 1])]));
+    let scalar_size = |n: i64| {
+        let t = Tensor::i64(vec![], vec![n]);
+        (Some(TensorType::new(DType::I64, vec![])), Some(t))
+    };
+    v.push(("HannWindow", none(), vec![scalar_size(7)]));
+    v.push((
+        "HammingWindow",
+        attrs(&[("periodic", Attr::Int(0))]),
+        vec![scalar_size(6)],
+    ));
+    v.push((
+        "BlackmanWindow",
+        attrs(&[("output_datatype", Attr::Int(11))]),
+        vec![scalar_size(5)],
+    ));
     v.push((
         "ConstantOfShape",
         attrs(&[

@@ -1,4 +1,4 @@
-//! Indexing (OneHot included), logic, generator, scan, loss and quantization operators: hand-checked values, shape-inference errors,
+//! Indexing (OneHot included), logic, generator (window functions included), scan, loss and quantization operators: hand-checked values, shape-inference errors,
 //! expansions checked against the reference implementations on awkward shapes, and a few
 //! expansions compiled to C and compared exactly.
 
@@ -20,10 +20,14 @@ mod loss;
 mod onehot;
 #[path = "ops_index/quantize.rs"]
 mod quantize;
+#[path = "ops_index/reverse_sequence.rs"]
+mod reverse_sequence;
 #[path = "ops_index/scan.rs"]
 mod scan;
 #[path = "ops_index/scatter.rs"]
 mod scatter;
+#[path = "ops_index/signal_window.rs"]
+mod signal_window;
 
 use dmove::check::{expansion_matches, single_op_program};
 use dmove::ir::{Attr, DType, LibraryNode, NodeKind, Program, SymExpr, Tensor};

@@ -1,5 +1,5 @@
 //! Data-movement operators (Concat, Split, Slice, Expand, Tile, Pad, CenterCropPad, Col2Im,
-//! Resize, DepthToSpace, SpaceToDepth): reference results
+//! Resize, Upsample, DepthToSpace, SpaceToDepth): reference results
 //! against hand-computed values, shape-inference errors, expansions against the reference on
 //! awkward shapes, and one compiled C program holding every operator.
 //! This file holds the shared helpers and the C test; each family has its own module.
@@ -20,6 +20,8 @@ mod resize;
 mod slice;
 #[path = "ops_movement/space_depth.rs"]
 mod space_depth;
+#[path = "ops_movement/upsample.rs"]
+mod upsample;
 
 use dmove::check::{compare_outputs, expansion_matches, random_inputs, single_op_program};
 use dmove::codegen::Compiled;
@@ -284,6 +286,18 @@ fn every_operator() -> Program {
             &[("mode", s("linear")), ("antialias", Attr::Int(1))],
             &[1, 1, 7, 6],
             &[floats(&[]), floats(&[]), ints(&[1, 1, 3, 4])],
+        ),
+        case(
+            "Upsample",
+            &[("mode", s("linear"))],
+            &[1, 2, 3, 2],
+            &[floats(&[1.0, 1.0, 2.5, 2.0])],
+        ),
+        case(
+            "Upsample",
+            &[("scales", Attr::Floats(vec![1.0, 3.0, 2.0]))],
+            &[2, 3, 2],
+            &[],
         ),
     ];
     let mut p = Program::new("movement");

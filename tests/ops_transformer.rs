@@ -19,6 +19,8 @@ mod rotary;
 mod shape;
 #[path = "ops_transformer/softmax.rs"]
 mod softmax;
+#[path = "ops_transformer/swiglu.rs"]
+mod swiglu;
 #[path = "ops_transformer/symbolic.rs"]
 mod symbolic;
 

@@ -553,3 +553,40 @@ fn apply_everywhere_over_a_node_class() {
     );
     assert_eq!(r.printed.len(), 3, "{:?}", r.printed);
 }
+
+/// `std::gemm` turns a matmul's accumulation into the packed register-tiled kernel, every step
+/// checked: tiles of 4 × 16 over a 16×6·6×32 product, both operands packed.
+#[test]
+fn std_gemm_schedules_a_product_as_a_packed_register_tile() {
+    let mut p = matmul(
+        SymExpr::int(16),
+        SymExpr::int(6),
+        SymExpr::int(32),
+        Schedule::Sequential,
+    );
+    let r = ok("use std::gemm\nmain {\n  gemm::all(4, 16)\n}\n", &mut p);
+    let steps: Vec<&str> = (r.steps.iter())
+        .map(|s| s.step.transformation.as_str())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "MapTiling",
+            "MapInterchange",
+            "Pack",
+            "Pack",
+            "MapInterchange",
+            "MapExpansion",
+            "MapExpansion",
+            "Unroll",
+            "Vectorize",
+            "LocalStorage",
+            "Parallelize"
+        ]
+    );
+    for packed in ["A_packed", "B_packed", "C_local"] {
+        assert!(p.data.contains_key(packed), "{packed}");
+    }
+    // The init map and two copy maps beside the kernel.
+    assert_eq!(top_maps(&p), 4);
+}

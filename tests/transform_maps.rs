@@ -5,6 +5,8 @@
 mod common;
 #[path = "transform_maps/nesting.rs"]
 mod nesting;
+#[path = "transform_maps/packing.rs"]
+mod packing;
 #[path = "transform_maps/reduction.rs"]
 mod reduction;
 #[path = "transform_maps/schedules.rs"]

@@ -278,6 +278,11 @@ fn lit(v: u8, p: Precision) -> String {
 }
 
 /// A libm function name for the compute type (`expf` / `exp`).
+/// C's fused multiply-add in the compute type `p`.
+pub(crate) fn fma(p: Precision) -> String {
+    libm("fma", p)
+}
+
 fn libm(base: &str, p: Precision) -> String {
     match p {
         Precision::F32 => format!("{base}f"),

@@ -10,8 +10,8 @@ use super::writer::Writer;
 use super::{CodegenError, Unlowered};
 use crate::check::race::disjoint_across;
 use crate::ir::{
-    DType, Dim, Graph, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Precision, Schedule,
-    Subset, SymExpr, TExpr, Tasklet, Wcr,
+    BinOp, DType, Dim, Graph, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Precision,
+    Schedule, Subset, SymExpr, TExpr, Tasklet, Wcr,
 };
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
@@ -421,11 +421,20 @@ impl<'a> Emitter<'a> {
             }
             let d = self.info(&e.memlet.data)?;
             let flat = self.element_index(node.id, d, &e.memlet.subset)?;
+            let atomic = e.memlet.wcr.is_some() && self.shared_conflict(d, &e.memlet.subset);
+            if let Some((x, y)) =
+                multiply_accumulate(expr, e.memlet.wcr, d.dtype, precision, atomic)
+            {
+                let (x, y) = (self.c_texpr(x, &cx), self.c_texpr(y, &cx));
+                let lhs = d.element(&flat);
+                let fma = expr::fma(precision);
+                self.w.line(format!("{lhs} = {fma}({x}, {y}, {lhs});"));
+                continue;
+            }
             let value = match expr {
                 TExpr::Input(c) if ins[c].1 == d.dtype => ins[c].0.clone(),
                 _ => from_compute(&self.c_texpr(expr, &cx), d.dtype, precision),
             };
-            let atomic = e.memlet.wcr.is_some() && self.shared_conflict(d, &e.memlet.subset);
             self.store(d, &flat, e.memlet.wcr, &value, atomic);
         }
         self.w.close();
@@ -505,6 +514,31 @@ impl<'a> Emitter<'a> {
             }
         }
         Ok(flat(&parts, &d.shape))
+    }
+}
+
+/// The factors of a product summed into a floating-point element in its own type, which C
+/// writes as one fused multiply-add (`fmaf(x, y, acc)`: one rounding instead of two) instead of
+/// `acc += x * y`. ISO C mode (`-std=c11`) forbids the compiler to contract it by itself, and a
+/// contraction's FMAs are half the instructions of its multiply and add, so this is the form the
+/// inner loop of every MatMul, Conv and Einsum takes. Atomic updates keep `+=` (`omp atomic`
+/// has no fused form).
+fn multiply_accumulate(
+    expr: &TExpr,
+    wcr: Option<Wcr>,
+    dtype: DType,
+    precision: Precision,
+    atomic: bool,
+) -> Option<(&TExpr, &TExpr)> {
+    let same_type = matches!(
+        (dtype, precision),
+        (DType::F32, Precision::F32) | (DType::F64, Precision::F64)
+    );
+    match expr {
+        TExpr::Binary(BinOp::Mul, x, y) if wcr == Some(Wcr::Sum) && same_type && !atomic => {
+            Some((x, y))
+        }
+        _ => None,
     }
 }
 

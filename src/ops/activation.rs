@@ -342,7 +342,7 @@ fn scalar(op: &str, i: usize, t: &Tensor) -> Result<f64, OpError> {
 impl Unary {
     /// The kernel parameters. `bound(i)` yields the value of optional input `i` when the node
     /// has it (an error when its value is unknown where it is needed).
-    fn resolve(
+    pub(super) fn resolve(
         &self,
         node: &LibraryNode,
         bound: &dyn Fn(usize) -> Result<Option<f64>, OpError>,

@@ -6,10 +6,10 @@
 
 use super::softmax::group_stats;
 use super::support::{
-    arg, element_map, fill_map, input_type, line_starts, params_over, per_output_element,
-    require_float, resolve_axis, Read,
+    arg, element_map, fill_map, float_like_input, line_starts, params_over, per_output_element,
+    resolve_axis, Read,
 };
-use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
+use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{BinOp, LibraryNode, TExpr, Tensor, UnOp, Wcr};
 
 pub static OPS: &[&dyn Operator] = &[&LpNormalization];
@@ -59,11 +59,7 @@ impl Operator for LpNormalization {
         inputs: &[Option<TensorType>],
         _consts: &[Option<&Tensor>],
     ) -> Result<Vec<TensorType>, OpError> {
-        check_arity(self, inputs.len())?;
-        let x = input_type(self.name(), inputs, 0)?;
-        require_float(self.name(), x)?;
-        self.config(node, x.shape.len())?;
-        Ok(vec![x.clone()])
+        float_like_input(self, inputs, |rank| self.config(node, rank).map(drop))
     }
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {

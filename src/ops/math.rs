@@ -47,7 +47,7 @@ static SIGN: Unary = simple(
     },
 );
 /// `x·sigmoid(αx)` (opset 24; α defaults to 1).
-static SWISH: Unary = Unary {
+pub(super) static SWISH: Unary = Unary {
     name: "Swish",
     params: Params::Attrs(&[("alpha", 1.0)]),
     predicate: false,

@@ -36,12 +36,14 @@ mod index;
 pub mod logic;
 mod loss;
 mod lpnorm;
+mod lrn;
 mod math;
 mod matmul;
 mod mean;
 mod mish;
 mod modulo;
 mod movement;
+mod mvn;
 mod norm;
 mod onehot;
 mod pad;
@@ -53,16 +55,20 @@ mod recurrent;
 mod reduce;
 mod replicate;
 mod resize;
+mod reverse_sequence;
 mod rotary;
 mod scan;
 mod scatter;
 mod shape;
+mod signal_window;
 mod slice;
 mod softmax;
 mod space_depth;
 mod stft;
 mod support;
+mod swiglu;
 mod topk;
+mod upsample;
 pub mod versions;
 mod window;
 
@@ -285,11 +291,13 @@ pub fn all() -> Vec<&'static dyn Operator> {
         logic::OPS,
         loss::OPS,
         lpnorm::OPS,
+        lrn::OPS,
         math::OPS,
         matmul::OPS,
         mean::OPS,
         mish::OPS,
         modulo::OPS,
+        mvn::OPS,
         norm::OPS,
         onehot::OPS,
         pad::OPS,
@@ -301,15 +309,19 @@ pub fn all() -> Vec<&'static dyn Operator> {
         reduce::OPS,
         replicate::OPS,
         resize::OPS,
+        reverse_sequence::OPS,
         rotary::OPS,
         scan::OPS,
         scatter::OPS,
         shape::OPS,
+        signal_window::OPS,
         slice::OPS,
         softmax::OPS,
         space_depth::OPS,
         stft::OPS,
+        swiglu::OPS,
         topk::OPS,
+        upsample::OPS,
     ] {
         v.extend_from_slice(family);
     }

@@ -1,6 +1,6 @@
-//! Pooling: MaxPool, AveragePool, LpPool, GlobalMaxPool and GlobalAveragePool.
+//! Pooling: MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool and GlobalLpPool.
 //!
-//! All five are one operator shape — reduce a sliding window over the spatial axes of an NC…
+//! All six are one operator shape — reduce a sliding window over the spatial axes of an NC…
 //! tensor — and differ only in where the window comes from (attributes, or the whole spatial
 //! extent) and in what they reduce, so one [`Pool`] value describes each.
 
@@ -42,6 +42,11 @@ pub static OPS: &[&dyn Operator] = &[
         reduce: Reduce::Average,
         global: true,
     },
+    &Pool {
+        name: "GlobalLpPool",
+        reduce: Reduce::Lp,
+        global: true,
+    },
 ];
 
 /// What a pooling operator computes over a window.
@@ -61,7 +66,8 @@ enum Reduce {
 pub struct Pool {
     name: &'static str,
     reduce: Reduce,
-    /// The window is each whole spatial axis and the operator takes no attributes.
+    /// The window is each whole spatial axis and the operator takes no window attributes
+    /// (GlobalLpPool still reads `p`).
     global: bool,
 }
 

@@ -65,6 +65,21 @@ pub fn require_float(op: &str, t: &TensorType) -> Result<(), OpError> {
     }
 }
 
+/// Shape inference of a one-input float operator whose output has its input's type (the
+/// normalizations): checks the arity and the element type, then `check` validates the
+/// attributes against the input's rank.
+pub fn float_like_input(
+    op: &dyn super::Operator,
+    inputs: &[Option<TensorType>],
+    check: impl FnOnce(usize) -> Result<(), OpError>,
+) -> Result<Vec<TensorType>, OpError> {
+    super::check_arity(op, inputs.len())?;
+    let x = input_type(op.name(), inputs, 0)?;
+    require_float(op.name(), x)?;
+    check(x.shape.len())?;
+    Ok(vec![x.clone()])
+}
+
 /// Resolves a possibly negative `axis` against `rank`. The valid range is `[-rank, rank)`, or
 /// `[-rank, rank]` when `inclusive` (Flatten's axis may point past the last dimension).
 pub fn resolve_axis(
@@ -273,6 +288,25 @@ impl Moments<'_> {
     /// Appends the maps writing `[mean, var, invstd]` (containers of `stat_shape`): two
     /// wcr-sum passes (the variance pass reads the finished mean) and an element-wise map.
     pub fn append(&self, b: &mut ScopeBuilder, label: &str, [mean, var, inv]: [&str; 3]) {
+        self.append_mean_var(b, label, [mean, var]);
+        let (stat_params, sidx) = params_over("i", self.stat_shape);
+        let plus_eps = TExpr::binary(BinOp::Add, TExpr::input("v"), TExpr::Const(self.epsilon));
+        let value = TExpr::unary(UnOp::Recip, TExpr::unary(UnOp::Sqrt, plus_eps));
+        let reads = vec![Read::new("v", var, sidx.clone())];
+        element_map(
+            b,
+            &format!("{label}_invstd"),
+            &stat_params,
+            reads,
+            (inv, sidx),
+            None,
+            value,
+        );
+    }
+
+    /// The two wcr-sum passes of [`Moments::append`] alone, for a normalization that divides
+    /// by something other than `√(var + ε)` (MeanVarianceNormalization: `√var + ε`).
+    pub fn append_mean_var(&self, b: &mut ScopeBuilder, label: &str, [mean, var]: [&str; 2]) {
         let xi = || Read::new("x", self.x, self.x_idx.to_vec());
         let (centred_reads, centred) = self.centred(mean);
         let per_group = |x: TExpr| super::reduce::divide_by(x, self.count);
@@ -300,20 +334,6 @@ impl Moments<'_> {
             centred_reads,
             dst,
             Some(Wcr::Sum),
-            value,
-        );
-
-        let (stat_params, sidx) = params_over("i", self.stat_shape);
-        let plus_eps = TExpr::binary(BinOp::Add, TExpr::input("v"), TExpr::Const(self.epsilon));
-        let value = TExpr::unary(UnOp::Recip, TExpr::unary(UnOp::Sqrt, plus_eps));
-        let reads = vec![Read::new("v", var, sidx.clone())];
-        element_map(
-            b,
-            &format!("{label}_invstd"),
-            &stat_params,
-            reads,
-            (inv, sidx),
-            None,
             value,
         );
     }

@@ -131,6 +131,13 @@ pub const BUILTINS: &[Builtin] = &[
     f("params", &["map"], 1, &[], "a map's parameter count"),
     f("range", &["n"], 1, &[], "the list 0, 1, …, n - 1"),
     f(
+        "reads",
+        &["map"],
+        1,
+        &[],
+        "the containers a map reads, by name (an accumulation's own output, read only to add to it, excluded)",
+    ),
+    f(
         "set",
         &["list", "index", "value"],
         3,
@@ -152,6 +159,13 @@ pub const BUILTINS: &[Builtin] = &[
         "measured time of the current program in ms (not measured by `dmove check`, which replays without timing)",
     ),
     f("uses", &["node"], 1, &[], "readers of what a node writes"),
+    f(
+        "writes",
+        &["map"],
+        1,
+        &[],
+        "the containers a map writes, by name",
+    ),
     f("zeros", &["n"], 1, &[], "a list of n zeros"),
 ];
 

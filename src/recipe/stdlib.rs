@@ -5,6 +5,7 @@
 const MODULES: &[(&str, &str)] = &[
     ("cpu", include_str!("../../stdlib/cpu.recipe")),
     ("fusion", include_str!("../../stdlib/fusion.recipe")),
+    ("gemm", include_str!("../../stdlib/gemm.recipe")),
     ("loops", include_str!("../../stdlib/loops.recipe")),
 ];
 

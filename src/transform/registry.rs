@@ -14,6 +14,7 @@ use super::fusion::{
 };
 use super::layout::{
     buffer_reuse::BufferReuse, channels_last::ChannelsLast, layout_transform::LayoutTransform,
+    pack::Pack,
 };
 use super::loops::{
     local_storage::LocalStorage, map_collapse::MapCollapse, map_expansion::MapExpansion,
@@ -115,6 +116,7 @@ pub fn builtins() -> Vec<&'static dyn Transformation> {
         &MapTiling,
         &MatMulAddToGemm,
         &OnTheFlyFusion,
+        &Pack,
         &PadIntoConv,
         &Parallelize,
         &ReductionFusion,

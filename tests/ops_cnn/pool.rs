@@ -1,4 +1,4 @@
-//! MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool.
+//! MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool, GlobalLpPool.
 
 use crate::{
     assert_close, attr_error, attrs, eval, expansion_agrees, infer, ints, s, shape_error, t, ty,
@@ -208,6 +208,29 @@ fn global_pools_by_hand() {
         &[1, 2, 1, 1],
         &[6., -1.],
     );
+    // ‖(1, 2, 3, 6)‖₂ = √50; ‖·‖₁ = 12; ‖·‖₃ = ∛252.
+    for (p, want) in [(2, 50f64.sqrt()), (1, 12.), (3, 252f64.cbrt())] {
+        assert_close(
+            &eval("GlobalLpPool", &[("p", Attr::Int(p))], &[Some(&x)]),
+            &[1, 2, 1, 1],
+            &[want, want],
+        );
+    }
+    // Default p = 2 over a 1-D spatial axis of odd length.
+    let x = t(&[1, 1, 3], &[2., -3., 6.]);
+    assert_close(&eval("GlobalLpPool", &[], &[Some(&x)]), &[1, 1, 1], &[7.]);
+    attr_error(
+        infer(
+            "GlobalLpPool",
+            &[("p", Attr::Int(0))],
+            &[Some(ty(&[1, 2, 3]))],
+        ),
+        "p",
+    );
+    shape_error(
+        infer("GlobalLpPool", &[], &[Some(ty(&[2, 3]))]),
+        "rank at least 3",
+    );
 }
 
 #[test]
@@ -341,14 +364,21 @@ fn pool_expansions_match_reference() {
     for (op, a, shape) in &windowed {
         expansion_agrees(op, a, &[Some(shape)], &[]);
     }
-    for op in ["GlobalMaxPool", "GlobalAveragePool"] {
+    let three = vec![("p", Attr::Int(3))];
+    let globals: [(&str, Attrs); 4] = [
+        ("GlobalMaxPool", vec![]),
+        ("GlobalAveragePool", vec![]),
+        ("GlobalLpPool", vec![]),
+        ("GlobalLpPool", three),
+    ];
+    for (op, a) in &globals {
         for shape in [
             &[2, 3, 1, 5][..],
             &[1, 1, 1, 1],
             &[2, 2, 5],
             &[1, 2, 2, 3, 2],
         ] {
-            expansion_agrees(op, &[], &[Some(shape)], &[]);
+            expansion_agrees(op, a, &[Some(shape)], &[]);
         }
     }
 }

@@ -85,6 +85,7 @@ fn result<'a>(
             _ => Ty::Unknown,
         },
         "name" => Ty::Str,
+        "reads" | "writes" => list(Ty::Str),
         "node" => Ty::Node(Class::Any),
         "ops" => list(Ty::Node(Class::Op(operator.map(str::to_string)))),
         "set" => match args.first() {

@@ -9,7 +9,7 @@ use super::failure::{runtime, Flow, BAD_ARGUMENT, UNKNOWN_NAME};
 use super::measure;
 use super::select::Select;
 use super::value::{MatchValue, Value};
-use crate::ir::{Graph, MapNode, NodeId, NodeKind};
+use crate::ir::{Graph, MapNode, NodeId, NodeKind, Program};
 use crate::recipe::ast::{self, Expr, ExprKind};
 use crate::recipe::builtins::Builtin;
 use crate::recipe::resolve::{self, Callee};
@@ -276,6 +276,11 @@ impl Interp<'_> {
                 *slot = v;
                 Ok(Value::List(list))
             }
+            "reads" | "writes" => {
+                let (id, _) = self.map_arg(arg(0))?;
+                let names = moved(self.p, id, b.name == "writes");
+                Ok(Value::List(names.into_iter().map(Value::Str).collect()))
+            }
             "uses" => {
                 let id = self.handle(arg(0))?;
                 Ok(Value::Int(self.uses(id) as i64))
@@ -382,6 +387,28 @@ fn first_map(g: &Graph) -> Option<NodeId> {
         .map(|n| n.id)
 }
 
+/// The containers map `id` writes (`writes`), or reads except those it writes: a map that
+/// accumulates into its output has an edge from the output's earlier version only to order the
+/// accumulation after it. Each name once, in edge order.
+fn moved(p: &Program, id: NodeId, writes: bool) -> Vec<String> {
+    let Some((g, idx)) = p.graph.locate(id) else {
+        return Vec::new();
+    };
+    let written: Vec<String> = (g.out_edges(idx).iter())
+        .map(|e| e.memlet.data.clone())
+        .collect();
+    let mut names: Vec<String> = match writes {
+        true => written,
+        false => (g.in_edges(idx).iter())
+            .map(|e| e.memlet.data.clone())
+            .filter(|d| !written.contains(d))
+            .collect(),
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    names.retain(|d| seen.insert(d.clone()));
+    names
+}
+
 fn expected(what: &str, found: &Value, e: &Expr) -> super::failure::Failure {
     runtime(
         e.span,
@@ -422,6 +449,7 @@ mod tests {
         ("output_params", "output_params(maps()[1])", "1"),
         ("params", "params(maps()[0])", "2"),
         ("range", "range(3)", "[0, 1, 2]"),
+        ("reads", "reads(maps()[1])", "[A, B]"),
         ("set", "set(zeros(3), 1, 7)", "[0, 7, 0]"),
         (
             "tasklets",
@@ -429,6 +457,7 @@ mod tests {
             "3",
         ),
         ("uses", "uses(maps()[1])", "0"),
+        ("writes", "writes(maps()[1])", "[C]"),
         ("zeros", "zeros(2)", "[0, 0]"),
     ];
 

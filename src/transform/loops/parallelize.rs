@@ -16,7 +16,7 @@
 
 use crate::check::race::parallel_conflict;
 use crate::ir::{Graph, NodeId, NodeKind, Schedule};
-use crate::transform::support::maps::set_schedule;
+use crate::transform::support::maps::{set_schedule, MIN_PARALLEL_WORK};
 use crate::transform::{
     expect_map, refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
     Role, Schema, Transformation,
@@ -39,7 +39,7 @@ const SCHEMA: Schema = Schema {
             min: 0,
             max: i64::MAX,
         },
-        default: Default::Int(16384),
+        default: Default::Int(MIN_PARALLEL_WORK as i64),
         doc: "estimated work (iterations x tasklets) below which the map runs on one thread; 0: always parallel",
     }],
 };

@@ -64,6 +64,10 @@ pub(crate) fn first_nested_map(body: &Graph) -> Option<crate::ir::NodeId> {
 
 pub(crate) use crate::check::race::{access_count, private_to_body};
 
+/// Estimated work (iterations × tasklets) below which a parallel map runs on one thread: the
+/// default of Parallelize's `min_work`, and what maps created parallel get.
+pub(crate) const MIN_PARALLEL_WORK: u64 = 16384;
+
 /// Sets the schedule of map `id` (checked to be a map before).
 pub(crate) fn set_schedule(
     t: &dyn Transformation,
