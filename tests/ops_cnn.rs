@@ -1,7 +1,10 @@
-//! Convolution, batch normalisation, LRN, MeanVarianceNormalization and pooling: reference results against hand-computed
+//! Convolution (plain and quantized), batch normalisation, LRN, MeanVarianceNormalization,
+//! pooling, the Fourier transforms and affine grids: reference results against hand-computed
 //! values, shape-inference errors, and expansions against the reference on awkward shapes.
 //! This file holds the shared helpers; each operator family has its own module.
 
+#[path = "ops_cnn/affine_grid.rs"]
+mod affine_grid;
 #[path = "ops_cnn/batchnorm.rs"]
 mod batchnorm;
 #[path = "ops_cnn/conv.rs"]
@@ -12,6 +15,10 @@ mod lrn;
 mod mvn;
 #[path = "ops_cnn/pool.rs"]
 mod pool;
+#[path = "ops_cnn/qconv.rs"]
+mod qconv;
+#[path = "ops_cnn/spectral.rs"]
+mod spectral;
 
 use dmove::check::{expansion_matches, single_op_program};
 use dmove::ir::{Attr, DType, LibraryNode, SymExpr, Tensor};
@@ -73,14 +80,23 @@ pub fn infer(
     a: &[(&str, Attr)],
     inputs: &[Option<TensorType>],
 ) -> Result<TensorType, OpError> {
+    infer_consts(op, a, inputs, &vec![None; inputs.len()])
+}
+
+/// Shape inference of `op` with `consts[i]` the value of constant input `i`.
+pub fn infer_consts(
+    op: &str,
+    a: &[(&str, Attr)],
+    inputs: &[Option<TensorType>],
+    consts: &[Option<&Tensor>],
+) -> Result<TensorType, OpError> {
     let node = LibraryNode {
         op: op.into(),
         attrs: attrs(a),
     };
-    let consts = vec![None; inputs.len()];
     lookup(op)
         .expect("known operator")
-        .infer(&node, inputs, &consts)
+        .infer(&node, inputs, consts)
         .map(|mut v| v.remove(0))
 }
 

@@ -90,6 +90,11 @@ fn i64_const(v: &[i64]) -> (Option<TensorType>, Option<Tensor>) {
     )
 }
 
+fn i64_scalar(v: i64) -> (Option<TensorType>, Option<Tensor>) {
+    let t = Tensor::i64(vec![], vec![v]);
+    (Some(TensorType::new(DType::I64, vec![])), Some(t))
+}
+
 fn f32_const(shape: &[usize], v: Vec<f32>) -> (Option<TensorType>, Option<Tensor>) {
     let ty = TensorType::new(
         DType::F32,
@@ -363,6 +368,56 @@ fn cases() -> Vec<Case> {
             var(&[]),
             typed(DType::U8, &[1]),
         ],
+    ));
+    v.push((
+        "ConvInteger",
+        attrs(&[("group", Attr::Int(2)), ("pads", ints(&[1, 0, 0, 1]))]),
+        vec![
+            typed(DType::U8, &[1, 4, 5, 3]),
+            typed(DType::U8, &[6, 2, 2, 2]),
+            typed(DType::U8, &[]),
+            typed(DType::U8, &[6]),
+        ],
+    ));
+    v.push((
+        "QLinearConv",
+        attrs(&[("strides", ints(&[2, 1])), ("pads", ints(&[1, 1, 0, 0]))]),
+        vec![
+            typed(DType::I8, &[2, 3, 5, 4]),
+            var(&[]),
+            typed(DType::I8, &[1]),
+            typed(DType::I8, &[4, 3, 3, 2]),
+            var(&[4]),
+            typed(DType::I8, &[4]),
+            var(&[]),
+            typed(DType::U8, &[]),
+            typed(DType::I32, &[4]),
+        ],
+    ));
+    v.push((
+        "DFT",
+        attrs(&[("axis", Attr::Int(1)), ("onesided", Attr::Int(1))]),
+        vec![var(&[2, 7, 2]), i64_scalar(6)],
+    ));
+    v.push((
+        "DFT",
+        attrs(&[("inverse", Attr::Int(1)), ("onesided", Attr::Int(1))]),
+        vec![var(&[3, 4, 2])],
+    ));
+    v.push((
+        "STFT",
+        attrs(&[("onesided", Attr::Int(0))]),
+        vec![var(&[2, 10, 1]), i64_scalar(3), var(&[4])],
+    ));
+    v.push((
+        "AffineGrid",
+        attrs(&[("align_corners", Attr::Int(1))]),
+        vec![var(&[2, 3, 4]), i64_const(&[2, 1, 3, 1, 5])],
+    ));
+    v.push((
+        "AffineGrid",
+        none(),
+        vec![var(&[1, 2, 3]), i64_const(&[1, 3, 4, 3])],
     ));
     v.push((
         "DepthToSpace",

@@ -51,7 +51,14 @@ fn mark_opset_semantics(op: &str, opset: i64, attrs: &mut BTreeMap<String, Attr>
     if FLATTENING_SOFTMAX_OPS.contains(&op) && opset < SOFTMAX_AXIS_OPSET {
         attrs.insert("opset".into(), Attr::Int(opset));
     }
+    // DFT's axis is an attribute (default 1) before opset 20 and an input (default -2) from it.
+    if op == "DFT" && opset < DFT_AXIS_INPUT_OPSET && !attrs.contains_key("axis") {
+        attrs.insert("axis".into(), Attr::Int(1));
+    }
 }
+
+/// The opset from which DFT takes its axis as an input.
+const DFT_AXIS_INPUT_OPSET: i64 = 20;
 
 /// Gives a `Split` without explicit sizes its output count as `num_outputs` (the opset-18
 /// attribute of the same meaning): equal splitting depends on how many outputs the node lists,

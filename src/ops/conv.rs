@@ -21,10 +21,11 @@ const NAME: &str = "Conv";
 /// `g = m / (M/group)`, padding reading as zero.
 pub struct Conv;
 
-/// The sizes of one convolution, derived from its input shapes and attributes.
-struct ConvShape {
+/// The sizes of one convolution, derived from its input shapes and attributes (shared with the
+/// quantized convolutions of `conv_integer`).
+pub(super) struct ConvShape {
     batch: SymExpr,
-    out_channels: i64,
+    pub(super) out_channels: i64,
     group: i64,
     /// Input channels each group reads (`C / group`, the second dimension of W).
     in_per_group: i64,
@@ -32,16 +33,18 @@ struct ConvShape {
 }
 
 impl ConvShape {
-    fn new(
+    /// The geometry of `op` (named in errors) over X, W and the optional bias shapes.
+    pub(super) fn new(
+        op: &str,
         node: &LibraryNode,
         x: &[SymExpr],
         w: &[SymExpr],
         bias: Option<&[SymExpr]>,
     ) -> Result<ConvShape, OpError> {
-        let (group, [channels, out_channels, in_per_group]) = conv_operands(NAME, node, x, w)?;
+        let (group, [channels, out_channels, in_per_group]) = conv_operands(op, node, x, w)?;
         if channels != in_per_group * group {
             return Err(OpError::shape(
-                NAME,
+                op,
                 format!(
                     "X has {channels} channels but W expects {in_per_group}·group = {}",
                     in_per_group * group
@@ -50,7 +53,7 @@ impl ConvShape {
         }
         if out_channels % group != 0 {
             return Err(OpError::shape(
-                NAME,
+                op,
                 format!("W has {out_channels} output channels, not divisible by group {group}"),
             ));
         }
@@ -63,7 +66,7 @@ impl ConvShape {
                     .all(|(a, b)| (b - *a).simplify() == SymExpr::Int(0));
             if !agrees {
                 return Err(OpError::attr(
-                    NAME,
+                    op,
                     "kernel_shape",
                     format!("{ks:?} disagrees with the spatial shape of W {kernel:?}"),
                 ));
@@ -72,11 +75,11 @@ impl ConvShape {
         if let Some(b) = bias {
             let bad = || format!("bias B has shape {b:?}, expected [{out_channels}]");
             if b.len() != 1 {
-                return Err(OpError::shape(NAME, bad()));
+                return Err(OpError::shape(op, bad()));
             }
-            same_dim(NAME, &b[0], &SymExpr::Int(out_channels), bad)?;
+            same_dim(op, &b[0], &SymExpr::Int(out_channels), bad)?;
         }
-        let window = Window::from_attrs(NAME, node, &x[2..], kernel, false)?;
+        let window = Window::from_attrs(op, node, &x[2..], kernel, false)?;
         Ok(ConvShape {
             batch: x[0].clone(),
             out_channels,
@@ -86,7 +89,7 @@ impl ConvShape {
         })
     }
 
-    fn output_shape(&self) -> Vec<SymExpr> {
+    pub(super) fn output_shape(&self) -> Vec<SymExpr> {
         let mut s = vec![self.batch.clone(), SymExpr::Int(self.out_channels)];
         s.extend(self.window.output_shape());
         s
@@ -131,7 +134,7 @@ impl Operator for Conv {
                 format!("W has element type {} but X has {}", w.dtype, x.dtype),
             ));
         }
-        let shape = ConvShape::new(node, &x.shape, &w.shape, bias_shape(inputs)?)?;
+        let shape = ConvShape::new(NAME, node, &x.shape, &w.shape, bias_shape(inputs)?)?;
         Ok(vec![TensorType::new(x.dtype, shape.output_shape())])
     }
 
@@ -139,41 +142,8 @@ impl Operator for Conv {
         let x = tensor_input(NAME, inputs, 0, "input X")?;
         let w = tensor_input(NAME, inputs, 1, "weights W")?;
         let bias = inputs.get(2).copied().flatten();
-        let b_shape = bias.map(|b| sym_shape(&b.shape));
-        let shape = ConvShape::new(
-            node,
-            &sym_shape(&x.shape),
-            &sym_shape(&w.shape),
-            b_shape.as_deref(),
-        )?;
-        let axes = shape.window.concrete(NAME)?;
-        let out_spatial: Vec<usize> = axes.iter().map(|a| a.output as usize).collect();
-        let kernel: Vec<usize> = axes.iter().map(|a| a.kernel as usize).collect();
-        let (cg, mg) = (shape.in_per_group as usize, shape.out_per_group() as usize);
-        let (xs, ws) = (x.strides(), w.strides());
-        let mut y = Vec::new();
-        for n in 0..x.shape[0] {
-            for m in 0..shape.out_channels as usize {
-                let g = m / mg;
-                for o in multi_indices(&out_spatial) {
-                    let mut acc = bias.map_or(0.0, |b| b.get_f64(m));
-                    for c in 0..cg {
-                        for k in multi_indices(&kernel) {
-                            let Tap::Input(at) = tap(&axes, &o, &k) else {
-                                continue;
-                            };
-                            let xo = n * xs[0] + (g * cg + c) * xs[1] + offset(&xs[2..], &at);
-                            let wo = m * ws[0] + c * ws[1] + offset(&ws[2..], &k);
-                            acc += x.get_f64(xo) * w.get_f64(wo);
-                        }
-                    }
-                    y.push(acc);
-                }
-            }
-        }
-        let mut out_shape = vec![x.shape[0], shape.out_channels as usize];
-        out_shape.extend(&out_spatial);
-        Ok(vec![Tensor::from_f64(x.dtype(), out_shape, &y)])
+        let (y, shape) = reference(NAME, node, [x, w], bias, Offsets::default())?;
+        Ok(vec![Tensor::from_f64(x.dtype(), shape, &y)])
     }
 
     fn expansions(&self) -> &'static [&'static str] {
@@ -206,10 +176,77 @@ impl Operator for Conv {
     }
 }
 
+/// Zero points the reference subtracts from X (one value) and W (one value, or one per output
+/// channel) before they multiply; padding reads zero after the subtraction, as in ONNX's
+/// ConvInteger and QLinearConv. Conv subtracts nothing.
+#[derive(Default)]
+pub(super) struct Offsets {
+    pub(super) x: f64,
+    pub(super) w: Vec<f64>,
+}
+
+impl Offsets {
+    fn w_at(&self, m: usize) -> f64 {
+        match self.w.as_slice() {
+            [] => 0.0,
+            [one] => *one,
+            per_channel => per_channel[m],
+        }
+    }
+}
+
+/// The reference convolution of `op`: `Y = B + Σ (X − x₀)·(W − w₀)` in f64, directly from the
+/// definition, with Y's values and shape.
+pub(super) fn reference(
+    op: &str,
+    node: &LibraryNode,
+    [x, w]: [&Tensor; 2],
+    bias: Option<&Tensor>,
+    zero: Offsets,
+) -> Result<(Vec<f64>, Vec<usize>), OpError> {
+    let b_shape = bias.map(|b| sym_shape(&b.shape));
+    let shape = ConvShape::new(
+        op,
+        node,
+        &sym_shape(&x.shape),
+        &sym_shape(&w.shape),
+        b_shape.as_deref(),
+    )?;
+    let axes = shape.window.concrete(op)?;
+    let out_spatial: Vec<usize> = axes.iter().map(|a| a.output as usize).collect();
+    let kernel: Vec<usize> = axes.iter().map(|a| a.kernel as usize).collect();
+    let (cg, mg) = (shape.in_per_group as usize, shape.out_per_group() as usize);
+    let (xs, ws) = (x.strides(), w.strides());
+    let mut y = Vec::new();
+    for n in 0..x.shape[0] {
+        for m in 0..shape.out_channels as usize {
+            let g = m / mg;
+            let w0 = zero.w_at(m);
+            for o in multi_indices(&out_spatial) {
+                let mut acc = bias.map_or(0.0, |b| b.get_f64(m));
+                for c in 0..cg {
+                    for k in multi_indices(&kernel) {
+                        let Tap::Input(at) = tap(&axes, &o, &k) else {
+                            continue;
+                        };
+                        let xo = n * xs[0] + (g * cg + c) * xs[1] + offset(&xs[2..], &at);
+                        let wo = m * ws[0] + c * ws[1] + offset(&ws[2..], &k);
+                        acc += (x.get_f64(xo) - zero.x) * (w.get_f64(wo) - w0);
+                    }
+                }
+                y.push(acc);
+            }
+        }
+    }
+    let mut out_shape = vec![x.shape[0], shape.out_channels as usize];
+    out_shape.extend(&out_spatial);
+    Ok((y, out_shape))
+}
+
 /// Where a tensor keeps its channels: right after the batch (`N, C, spatial…`, ONNX's Conv) or
 /// last (`N, spatial…, C`, [`nhwc::NhwcConv`]). Only X and Y have a layout; W stays `M, C, k…`.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Channels {
+pub(super) enum Channels {
     First,
     Last,
 }
@@ -243,23 +280,21 @@ impl Channels {
     }
 }
 
-/// The direct expansion in either layout: an init map writing the bias (or zero) into Y, then one
-/// accumulation map over `(n, [g,] m, o…, c, k…)` adding `X·W` with a sum write-conflict.
-/// Padded positions read a clamped in-bounds element and contribute zero through a select on the
-/// index. The layout only changes where the channel index sits in X's and Y's subscripts.
+/// The direct expansion in either layout: an init map writing the bias (or zero) into Y, then
+/// [`accumulate`].
 fn direct(ctx: &mut ExpandCtx, layout: Channels) -> Result<(), OpError> {
     let (x, xd) = ctx.input(0)?.clone();
     let (w, wd) = ctx.input(1)?.clone();
     let bias = ctx.inputs.get(2).cloned().flatten();
     let (y, yd) = ctx.output(0)?.clone();
     let shape = ConvShape::new(
+        NAME,
         ctx.node,
         &layout.to_first(xd.shape.clone()),
         &wd.shape,
         bias.as_ref().map(|(_, d)| d.shape.as_slice()),
     )?;
     let label = ctx.label.clone();
-
     let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
     bias_init_at(
         ctx.b,
@@ -269,7 +304,53 @@ fn direct(ctx: &mut ExpandCtx, layout: Channels) -> Result<(), OpError> {
         bias_name,
         layout.channel_axis(yd.shape.len()),
     );
+    let operands = Operands {
+        x: &x,
+        w: &w,
+        x_zero: None,
+        w_zero: None,
+    };
+    accumulate(ctx.b, &label, &shape, layout, operands, &y);
+    Ok(())
+}
 
+/// A zero point container of an expansion: one value (of any rank), or one per output channel.
+pub(super) struct ZeroPoint<'a> {
+    pub(super) name: &'a str,
+    pub(super) rank: usize,
+    pub(super) per_channel: bool,
+}
+
+impl ZeroPoint<'_> {
+    fn index(&self, channel: &SymExpr) -> Vec<SymExpr> {
+        if self.per_channel {
+            vec![channel.clone()]
+        } else {
+            vec![SymExpr::Int(0); self.rank]
+        }
+    }
+}
+
+/// The containers one accumulation multiplies.
+pub(super) struct Operands<'a> {
+    pub(super) x: &'a str,
+    pub(super) w: &'a str,
+    pub(super) x_zero: Option<ZeroPoint<'a>>,
+    pub(super) w_zero: Option<ZeroPoint<'a>>,
+}
+
+/// One accumulation map over `(n, [g,] m, o…, c, k…)` adding `(X − x₀)·(W − w₀)` into the
+/// initialised `y` with a sum write-conflict. Padded positions read a clamped in-bounds element
+/// and contribute zero through a select on the index. The layout only changes where the channel
+/// index sits in X's and Y's subscripts.
+pub(super) fn accumulate<'a>(
+    b: &mut crate::ir::build::ScopeBuilder,
+    label: &str,
+    shape: &ConvShape,
+    layout: Channels,
+    ops: Operands<'a>,
+    y: &'a str,
+) {
     let rank = shape.window.axes.len();
     let mut params: Vec<(String, Range)> = vec![("n".into(), Range::upto(shape.batch.clone()))];
     let g = if shape.group > 1 {
@@ -296,21 +377,29 @@ fn direct(ctx: &mut ExpandCtx, layout: Channels) -> Result<(), OpError> {
         .chain(x_spatial)
         .collect();
     let w_idx = [m_full.clone(), SymExpr::sym("c")].into_iter().chain(ks);
-    let y_idx = [SymExpr::sym("n"), m_full]
+    let y_idx = [SymExpr::sym("n"), m_full.clone()]
         .into_iter()
         .chain(outs)
         .collect();
-    let product = TExpr::binary(BinOp::Mul, TExpr::input("x"), TExpr::input("w"));
+    let mut reads = vec![
+        Read::new("x", ops.x, layout.order(x_idx)),
+        Read::new("w", ops.w, w_idx.collect()),
+    ];
+    let mut operand = |conn: &'static str, zero: &'static str, zp: Option<ZeroPoint<'a>>| match zp {
+        None => TExpr::input(conn),
+        Some(zp) => {
+            reads.push(Read::new(zero, zp.name, zp.index(&m_full)));
+            TExpr::binary(BinOp::Sub, TExpr::input(conn), TExpr::input(zero))
+        }
+    };
+    let xv = operand("x", "x0", ops.x_zero);
+    let wv = operand("w", "w0", ops.w_zero);
+    let product = TExpr::binary(BinOp::Mul, xv, wv);
     let value = match inside {
         Some(cond) => TExpr::select(cond, product, TExpr::Const(0.0)),
         None => product,
     };
-    let reads = vec![
-        Read::new("x", &x, layout.order(x_idx)),
-        Read::new("w", &w, w_idx.collect()),
-    ];
-    let dst = (y.as_str(), layout.order(y_idx));
+    let dst = (y, layout.order(y_idx));
     let acc = format!("{label}_acc");
-    element_map(ctx.b, &acc, &params, reads, dst, Some(Wcr::Sum), value);
-    Ok(())
+    element_map(b, &acc, &params, reads, dst, Some(Wcr::Sum), value);
 }

@@ -41,6 +41,7 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let bias = ctx.inputs.get(2).cloned().flatten();
     let (y, yd) = ctx.output(0)?.clone();
     let shape = ConvShape::new(
+        super::NAME,
         ctx.node,
         &xd.shape,
         &wd.shape,

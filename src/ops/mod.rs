@@ -9,6 +9,7 @@
 //! in that file's `OPS` table.
 
 mod activation;
+mod affine_grid;
 mod attention;
 mod batchnorm;
 mod bitwise;
@@ -17,7 +18,9 @@ mod center_crop_pad;
 mod col2im;
 mod concat;
 mod conv;
+mod conv_integer;
 mod conv_transpose;
+mod dft;
 mod diagonal;
 mod dropout;
 mod einsum;
@@ -61,6 +64,7 @@ mod signal_window;
 mod slice;
 mod softmax;
 mod space_depth;
+mod stft;
 mod support;
 mod swiglu;
 mod topk;
@@ -264,6 +268,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
     let mut v: Vec<&'static dyn Operator> = Vec::new();
     for family in [
         activation::OPS,
+        affine_grid::OPS,
         attention::OPS,
         batchnorm::OPS,
         bitwise::OPS,
@@ -271,7 +276,9 @@ pub fn all() -> Vec<&'static dyn Operator> {
         col2im::OPS,
         concat::OPS,
         conv::OPS,
+        conv_integer::OPS,
         conv_transpose::OPS,
+        dft::OPS,
         diagonal::OPS,
         dropout::OPS,
         einsum::OPS,
@@ -311,6 +318,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         slice::OPS,
         softmax::OPS,
         space_depth::OPS,
+        stft::OPS,
         swiglu::OPS,
         topk::OPS,
         upsample::OPS,

@@ -71,13 +71,9 @@ pub struct Pool {
     global: bool,
 }
 
-/// Reads a 0/1 attribute.
+/// Reads a 0/1 attribute (0 when absent).
 fn flag(op: &str, node: &LibraryNode, name: &str) -> Result<bool, OpError> {
-    match node.int(name).unwrap_or(0) {
-        0 => Ok(false),
-        1 => Ok(true),
-        v => Err(OpError::attr(op, name, format!("{v} is neither 0 nor 1"))),
-    }
+    super::support::flag(op, node, name, false)
 }
 
 /// Input X of a max pooling: a float tensor, or since opset 12 an 8-bit integer one (padding and

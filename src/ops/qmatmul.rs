@@ -23,7 +23,7 @@ use crate::ir::{BinOp, DType, DataDesc, LibraryNode, SymExpr, TExpr, Tensor, UnO
 pub static OPS: &[&dyn Operator] = &[&MatMulInteger, &QLinearMatMul];
 
 /// Requires an 8-bit integer operand.
-fn require_8bit(op: &str, t: &TensorType, what: &str) -> Result<(), OpError> {
+pub(super) fn require_8bit(op: &str, t: &TensorType, what: &str) -> Result<(), OpError> {
     match t.dtype {
         DType::I8 | DType::U8 => Ok(()),
         other => Err(OpError::shape(
@@ -34,7 +34,7 @@ fn require_8bit(op: &str, t: &TensorType, what: &str) -> Result<(), OpError> {
 }
 
 /// The range of the integer output type `dtype` (inference requires one).
-fn integer_range(op: &str, dtype: DType) -> Result<(f64, f64), OpError> {
+pub(super) fn integer_range(op: &str, dtype: DType) -> Result<(f64, f64), OpError> {
     (dtype.int_range()).ok_or_else(|| {
         OpError::shape(
             op,
@@ -44,7 +44,7 @@ fn integer_range(op: &str, dtype: DType) -> Result<(f64, f64), OpError> {
 }
 
 /// Requires a per-tensor parameter (one element) of `like`'s type when `like` is given.
-fn require_single(
+pub(super) fn require_single(
     op: &str,
     t: &TensorType,
     what: &str,
@@ -66,7 +66,7 @@ fn require_single(
 }
 
 /// The one value of an optional per-tensor parameter (0 when absent).
-fn single(t: Option<&Tensor>) -> f64 {
+pub(super) fn single(t: Option<&Tensor>) -> f64 {
     t.map_or(0.0, |t| t.get_f64(0))
 }
 
@@ -191,14 +191,12 @@ impl Operator for QLinearMatMul {
         let scale_type = arg(op, inputs, A_SCALE)?.dtype();
         let (a, b) = (arg(op, inputs, A)?, arg(op, inputs, B)?);
         let (product, shape) = product_values(op, (a, v(A_ZP)?), (b, v(B_ZP)?))?;
-        // The multiplier in the scales' type, one rounding per operation.
-        let ab = stored(scale_type, v(A_SCALE)? * v(B_SCALE)?);
-        let multiplier = stored(scale_type, ab / v(Y_SCALE)?);
-        let (lo, hi) = integer_range(op, out.dtype)?;
+        let multiplier = multiplier(scale_type, [v(A_SCALE)?, v(B_SCALE)?, v(Y_SCALE)?]);
+        let range = integer_range(op, out.dtype)?;
         let y0 = v(Y_ZP)?;
         let values: Vec<f64> = product
             .iter()
-            .map(|c| ((c * multiplier).round_ties_even() + y0).clamp(lo, hi))
+            .map(|&c| requantized(c, multiplier, y0, range))
             .collect();
         Ok(vec![Tensor::from_f64(out.dtype, shape, &values)])
     }
@@ -215,37 +213,86 @@ impl Operator for QLinearMatMul {
         let acc = builder.transient(&format!("{label}_product"), DType::I64, yd.shape.clone());
         let operands = [operand(&a, Some(&a0)), operand(&b, Some(&b0))];
         append_product(builder, &label, operands, (&acc, &yd.shape))?;
-        // a_scale · b_scale, then / y_scale, each stored in the scales' type.
+        let range = integer_range(self.name(), yd.dtype)?;
+        let requantize = Requantize {
+            acc: &acc,
+            scales: [&scale_a, &scale_b, &scale_y],
+            y_zero: &y0,
+            y: (&y, &yd.shape),
+            channel_axis: None,
+            range,
+        };
+        requantize.append(builder, &label);
+        Ok(())
+    }
+}
+
+/// The requantization multiplier `a_scale · b_scale / y_scale` as ONNX's reference computes it:
+/// in the scales' type `dtype`, rounded after each operation.
+pub(super) fn multiplier(dtype: DType, [a, b, y]: [f64; 3]) -> f64 {
+    stored(dtype, stored(dtype, a * b) / y)
+}
+
+/// One requantized value: `clamp(round_half_even(c · multiplier) + y₀)` into `lo..=hi`.
+pub(super) fn requantized(c: f64, multiplier: f64, y0: f64, (lo, hi): (f64, f64)) -> f64 {
+    ((c * multiplier).round_ties_even() + y0).clamp(lo, hi)
+}
+
+/// The maps that requantize an exact integer accumulation into the output (QLinearMatMul,
+/// QLinearConv): the multiplier in the scales' type — one element, or one per channel when the
+/// second scale has one value per channel — and one map rounding, shifting and saturating.
+pub(super) struct Requantize<'a> {
+    /// The accumulation, of Y's shape.
+    pub acc: &'a str,
+    /// `[a_scale, b_scale, y_scale]`; only the second may hold one value per channel.
+    pub scales: [&'a (String, DataDesc); 3],
+    pub y_zero: &'a (String, DataDesc),
+    pub y: (&'a str, &'a [SymExpr]),
+    /// The axis of Y indexing the channels of a per-channel second scale (`None`: per tensor).
+    pub channel_axis: Option<usize>,
+    /// The output type's range.
+    pub range: (f64, f64),
+}
+
+impl Requantize<'_> {
+    pub(super) fn append(&self, builder: &mut crate::ir::build::ScopeBuilder, label: &str) {
+        let [scale_a, scale_b, scale_y] = self.scales;
         let dtype = scale_a.1.dtype;
         let one = |x: &(String, DataDesc)| vec![SymExpr::Int(0); x.1.shape.len()];
-        let ab = builder.transient(&format!("{label}_scales"), dtype, Vec::new());
-        let multiplier = builder.transient(&format!("{label}_multiplier"), dtype, Vec::new());
+        // a_scale · b_scale, then / y_scale, each stored in the scales' type.
+        let (m_shape, m_params, m_idx, b_idx) = match self.channel_axis {
+            Some(_) => {
+                let (params, idx) = params_over("c", &scale_b.1.shape);
+                (scale_b.1.shape.clone(), params, idx.clone(), idx)
+            }
+            None => (Vec::new(), Vec::new(), Vec::new(), one(scale_b)),
+        };
+        let ab = builder.transient(&format!("{label}_scales"), dtype, m_shape.clone());
+        let multiplier = builder.transient(&format!("{label}_multiplier"), dtype, m_shape);
         let reads = vec![
-            Read::new("s", &scale_a.0, one(&scale_a)),
-            Read::new("t", &scale_b.0, one(&scale_b)),
+            Read::new("s", &scale_a.0, one(scale_a)),
+            Read::new("t", &scale_b.0, b_idx),
         ];
         let value = TExpr::binary(BinOp::Mul, TExpr::input("s"), TExpr::input("t"));
-        element_map(builder, &ab, &[], reads, (&ab, Vec::new()), None, value);
+        let dst = (ab.as_str(), m_idx.clone());
+        element_map(builder, &ab, &m_params, reads, dst, None, value);
         let reads = vec![
-            Read::new("s", &ab, Vec::new()),
-            Read::new("t", &scale_y.0, one(&scale_y)),
+            Read::new("s", &ab, m_idx.clone()),
+            Read::new("t", &scale_y.0, one(scale_y)),
         ];
         let value = TExpr::binary(BinOp::Div, TExpr::input("s"), TExpr::input("t"));
-        element_map(
-            builder,
-            &multiplier,
-            &[],
-            reads,
-            (&multiplier, Vec::new()),
-            None,
-            value,
-        );
-        let (lo, hi) = integer_range(self.name(), yd.dtype)?;
-        let (params, idx) = params_over("i", &yd.shape);
+        let dst = (multiplier.as_str(), m_idx);
+        element_map(builder, &multiplier, &m_params, reads, dst, None, value);
+        let (y, y_shape) = self.y;
+        let (lo, hi) = self.range;
+        let (params, idx) = params_over("i", y_shape);
+        let m_at = self
+            .channel_axis
+            .map_or(Vec::new(), |a| vec![idx[a].clone()]);
         let reads = vec![
-            Read::new("c", &acc, idx.clone()),
-            Read::new("m", &multiplier, Vec::new()),
-            Read::new("z", &y0.0, one(&y0)),
+            Read::new("c", self.acc, idx.clone()),
+            Read::new("m", &multiplier, m_at),
+            Read::new("z", &self.y_zero.0, one(self.y_zero)),
         ];
         let scaled = TExpr::binary(BinOp::Mul, TExpr::input("c"), TExpr::input("m"));
         let shifted = TExpr::binary(
@@ -258,7 +305,6 @@ impl Operator for QLinearMatMul {
             TExpr::binary(BinOp::Max, shifted, TExpr::Const(lo)),
             TExpr::Const(hi),
         );
-        element_map(builder, &label, &params, reads, (&y, idx), None, value);
-        Ok(())
+        element_map(builder, label, &params, reads, (y, idx), None, value);
     }
 }

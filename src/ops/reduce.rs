@@ -18,7 +18,7 @@
 //! maximum: large inputs overflow to infinity there too).
 
 use super::support::{
-    arg, dim_product, element_map, fill_map, input_type, params_over, unravel, Read,
+    arg, dim_product, element_map, fill_map, flag, input_type, params_over, unravel, Read,
 };
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::tensor::row_major_strides;
@@ -235,16 +235,6 @@ impl Plan {
                 (true, false) => None,
             })
             .collect()
-    }
-}
-
-/// A 0/1 integer attribute.
-fn flag(op: &str, node: &LibraryNode, name: &str, default: bool) -> Result<bool, OpError> {
-    match node.int(name) {
-        None => Ok(default),
-        Some(0) => Ok(false),
-        Some(1) => Ok(true),
-        Some(v) => Err(OpError::attr(op, name, format!("must be 0 or 1, got {v}"))),
     }
 }
 

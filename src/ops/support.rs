@@ -4,7 +4,9 @@
 
 use super::{OpError, TensorType};
 use crate::ir::build::{In, Out, ScopeBuilder};
-use crate::ir::{BinOp, NodeId, Range, Schedule, Subset, SymExpr, TExpr, Tensor, UnOp, Wcr};
+use crate::ir::{
+    BinOp, LibraryNode, NodeId, Range, Schedule, Subset, SymExpr, TExpr, Tensor, UnOp, Wcr,
+};
 
 /// Input `i` of an `eval` call, which must be present.
 pub fn arg<'a>(op: &str, inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, OpError> {
@@ -99,6 +101,16 @@ pub fn resolve_axis(
     }
     let resolved = if axis < 0 { axis + r } else { axis };
     usize::try_from(resolved).map_err(|_| OpError::attr(op, attr, "negative axis"))
+}
+
+/// A 0/1 integer attribute (`default` when absent).
+pub fn flag(op: &str, node: &LibraryNode, name: &str, default: bool) -> Result<bool, OpError> {
+    match node.int(name) {
+        None => Ok(default),
+        Some(0) => Ok(false),
+        Some(1) => Ok(true),
+        Some(v) => Err(OpError::attr(op, name, format!("must be 0 or 1, got {v}"))),
+    }
 }
 
 /// Product of symbolic dimensions (1 for none).
