@@ -84,9 +84,10 @@ pub enum DemoError {
     Import(#[from] OnnxError),
     #[error(transparent)]
     Expand(#[from] ExpandError),
-    /// `std::cpu` failed (its diagnostics, rendered).
-    #[error("the standard recipe std::cpu failed:\n{0}")]
-    Recipe(String),
+    /// The recipe (`std::cpu` unless the user gave one) failed: its title and diagnostics,
+    /// rendered.
+    #[error("the recipe {0} failed:\n{1}")]
+    Recipe(String, String),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Workload(#[from] WorkloadError),
@@ -197,7 +198,10 @@ pub fn cpu_recipe() -> Result<Loaded, DemoError> {
     if errors.is_empty() {
         Ok(loaded)
     } else {
-        Err(DemoError::Recipe(loaded.sources.render_plain(&errors)))
+        Err(DemoError::Recipe(
+            CPU_RECIPE.to_string(),
+            loaded.sources.render_plain(&errors),
+        ))
     }
 }
 
@@ -218,7 +222,7 @@ pub fn optimize(
     };
     run_recipe(recipe, p, &opts).map_err(|e| {
         let diagnostic = std::slice::from_ref(&e.diagnostic);
-        DemoError::Recipe(recipe.sources.render_plain(diagnostic))
+        DemoError::Recipe(title(recipe), recipe.sources.render_plain(diagnostic))
     })
 }
 

@@ -138,6 +138,13 @@ pub const BUILTINS: &[Builtin] = &[
         "the containers a map reads, by name (an accumulation's own output, read only to add to it, excluded)",
     ),
     f(
+        "reductions",
+        &["map"],
+        1,
+        &[],
+        "how many of a map's parameters index no element it writes (a contraction's k)",
+    ),
+    f(
         "set",
         &["list", "index", "value"],
         3,

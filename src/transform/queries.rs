@@ -4,7 +4,7 @@
 //! of `MapInterchange` and `MapExpansion` use them, and so can any front door (a recipe, a
 //! script): the knowledge is not locked in one caller.
 
-use crate::check::race::body_accesses;
+use crate::check::race::{body_accesses, BodyAccess};
 use crate::ir::{Dim, MapNode, Program};
 
 /// A loop order for a map: `order[k]` is the parameter placed at position `k`; the first
@@ -19,6 +19,23 @@ pub struct LoopOrder {
 /// in parallel), reductions inside them, and innermost the parameter most often indexing the
 /// last dimension of the accesses (reads count double: they dominate traffic), ties going to
 /// the later parameter. With no contiguous parameter the last one stays innermost.
+/// How many of a map's parameters index no element it writes: its reductions (a contraction's
+/// `k`), which a schedule must keep sequential or accumulate.
+pub fn reduction_params(m: &MapNode, p: &Program) -> usize {
+    let accesses = body_accesses(m, &p.data);
+    indexes_writes(m, &accesses).iter().filter(|w| !**w).count()
+}
+
+/// Per parameter of `m`: whether some write access mentions it.
+fn indexes_writes(m: &MapNode, accesses: &[BodyAccess]) -> Vec<bool> {
+    (m.params.iter())
+        .map(|q| {
+            (accesses.iter())
+                .any(|a| a.write && a.subset.free_symbols().iter().any(|s| *s == q.name))
+        })
+        .collect()
+}
+
 pub fn loop_order(m: &MapNode, p: &Program) -> LoopOrder {
     let accesses = body_accesses(m, &p.data);
     let names: Vec<&str> = m.params.iter().map(|q| q.name.as_str()).collect();
@@ -28,14 +45,7 @@ pub fn loop_order(m: &MapNode, p: &Program) -> LoopOrder {
             outputs: 0,
         };
     }
-    let is_output: Vec<bool> = names
-        .iter()
-        .map(|n| {
-            accesses
-                .iter()
-                .any(|a| a.write && a.subset.free_symbols().iter().any(|s| s == n))
-        })
-        .collect();
+    let is_output = indexes_writes(m, &accesses);
     let mut score = vec![0u32; names.len()];
     for a in &accesses {
         let Some(last) = a.subset.0.last() else {

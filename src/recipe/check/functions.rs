@@ -74,7 +74,9 @@ fn result<'a>(
     match b.name {
         "bytes" | "dmd" | "time" => Ty::Float,
         "exists" => Ty::Bool,
-        "extent" | "len" | "longest" | "output_params" | "params" | "uses" => Ty::Int,
+        "extent" | "len" | "longest" | "output_params" | "params" | "reductions" | "uses" => {
+            Ty::Int
+        }
         "innermost" | "outermost" => Ty::Node(Class::Map),
         "loop_order" | "range" | "zeros" => list(Ty::Int),
         "maps" => list(Ty::Node(Class::Map)),

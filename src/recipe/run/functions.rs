@@ -14,7 +14,7 @@ use crate::recipe::ast::{self, Expr, ExprKind};
 use crate::recipe::builtins::Builtin;
 use crate::recipe::resolve::{self, Callee};
 use crate::recipe::Diagnostic;
-use crate::transform::queries::{longest_param, loop_order};
+use crate::transform::queries::{longest_param, loop_order, reduction_params};
 
 /// Repetitions of `time()` and `baseline.time` (the median is taken).
 const TIME_REPS: usize = 5;
@@ -276,6 +276,11 @@ impl Interp<'_> {
                 *slot = v;
                 Ok(Value::List(list))
             }
+            "reductions" => {
+                let (id, at) = self.map_arg(arg(0))?;
+                let count = reduction_params(self.map_of(id, at)?, self.p);
+                Ok(Value::Int(count as i64))
+            }
             "reads" | "writes" => {
                 let (id, _) = self.map_arg(arg(0))?;
                 let names = moved(self.p, id, b.name == "writes");
@@ -450,6 +455,7 @@ mod tests {
         ("params", "params(maps()[0])", "2"),
         ("range", "range(3)", "[0, 1, 2]"),
         ("reads", "reads(maps()[1])", "[A, B]"),
+        ("reductions", "reductions(maps()[1])", "1"),
         ("set", "set(zeros(3), 1, 7)", "[0, 7, 0]"),
         (
             "tasklets",
