@@ -29,10 +29,7 @@ pub fn reduction_params(m: &MapNode, p: &Program) -> usize {
 /// Per parameter of `m`: whether some write access mentions it.
 fn indexes_writes(m: &MapNode, accesses: &[BodyAccess]) -> Vec<bool> {
     (m.params.iter())
-        .map(|q| {
-            (accesses.iter())
-                .any(|a| a.write && a.subset.free_symbols().iter().any(|s| *s == q.name))
-        })
+        .map(|q| (accesses.iter()).any(|a| a.write && a.subset.free_symbols().contains(&q.name)))
         .collect()
 }
 
