@@ -64,18 +64,30 @@ const SCHEMA: Schema = Schema {
     ],
 };
 
-/// What planning found: where the blocks are and how the packed container is declared.
+/// What planning found: where the blocks are, how the packed container is declared, and the
+/// site's body already pointed at it.
 struct Packing {
     data: String,
     packed: String,
     /// The blocked dimension of the operand.
     dim: usize,
-    /// The tile parameter and its step (the block size).
-    tile: String,
+    /// The block size (the tile parameter's step).
     block: i64,
-    /// The operand's shape (the packed one is `[extent / block, others…, block]`).
+    /// The operand's shape, and the packed one: `[extent / block, others…, block]`.
     shape: Vec<SymExpr>,
+    packed_shape: Vec<SymExpr>,
     counters: Vec<String>,
+    /// The site map's body, reading the packed container.
+    body: Graph,
+}
+
+/// One blocked dimension being rewritten: `data[…, x, …]` → `packed[tile / block, …, x - tile]`.
+struct Blocks<'a> {
+    data: &'a str,
+    packed: &'a str,
+    dim: usize,
+    tile: &'a str,
+    block: i64,
 }
 
 impl Transformation for Pack {
@@ -135,21 +147,40 @@ impl Pack {
                 prm.name, prm.range, desc.shape[dim]
             )));
         }
-        let mut ranges = BTreeMap::new();
-        check_accesses(&map.body, data, dim, &prm.name, block, &mut ranges).map_err(no)?;
+        let packed = p.fresh_data_name(&format!("{data}_packed"));
+        let blocks = Blocks {
+            data,
+            packed: &packed,
+            dim,
+            tile: &prm.name,
+            block,
+        };
+        let mut body = map.body.clone();
+        redirect(&mut body, &blocks, &mut BTreeMap::new()).map_err(no)?;
+        let mut packed_shape = vec![SymExpr::Int(extent.unwrap_or(0) / block)];
+        packed_shape.extend(others(&desc.shape, dim).cloned());
+        packed_shape.push(SymExpr::Int(block));
         let taken = taken_names(p);
         Ok(Packing {
             data: data.to_string(),
-            packed: p.fresh_data_name(&format!("{data}_packed")),
+            packed,
             dim,
-            tile: prm.name.clone(),
             block,
             shape: desc.shape.clone(),
+            packed_shape,
             counters: (0..=desc.rank())
                 .map(|d| fresh(&format!("c{d}"), &taken))
                 .collect(),
+            body,
         })
     }
+}
+
+/// The entries of `items` other than the one at `dim`, in order.
+fn others<T>(items: &[T], dim: usize) -> impl Iterator<Item = &T> {
+    (items.iter().enumerate())
+        .filter(move |(d, _)| *d != dim)
+        .map(|(_, x)| x)
 }
 
 /// The block size of a tile parameter: its constant step, from 0.
@@ -196,51 +227,11 @@ fn visit_memlets(g: &Graph, data: &str, f: &mut dyn FnMut(&Memlet)) {
     }
 }
 
-/// Every access of `data` in `g` can be blocked (see [`blocked`]), and none reads elements at
-/// computed indices. `ranges` holds the parameters of the enclosing maps inside the site.
-fn check_accesses(
-    g: &Graph,
-    data: &str,
-    dim: usize,
-    tile: &str,
-    block: i64,
-    ranges: &mut BTreeMap<String, Range>,
-) -> Result<(), String> {
-    for e in g.edges().filter(|e| e.memlet.data == data) {
-        blocked(&e.memlet.subset, dim, tile, block, ranges)
-            .map_err(|why| format!("{data}{} cannot be packed: {why}", e.memlet.subset))?;
-        if let (Some(conn), NodeKind::Tasklet(t)) = (&e.memlet.dst_conn, &g.node(e.to).kind) {
-            let computed =
-                (t.outputs.iter()).any(|(_, x)| x.element_reads().iter().any(|(c, _)| c == conn));
-            if computed {
-                return Err(format!(
-                    "tasklet `{}` reads `{data}` at computed indices",
-                    g.node(e.to).label
-                ));
-            }
-        }
-    }
-    for n in g.nodes() {
-        if let NodeKind::Map(m) = &n.kind {
-            let saved = ranges.clone();
-            ranges.extend(m.params.iter().map(|q| (q.name.clone(), q.range.clone())));
-            check_accesses(&m.body, data, dim, tile, block, ranges)?;
-            *ranges = saved;
-        }
-    }
-    Ok(())
-}
-
 /// The packed subset of one access: dimension `dim` becomes the block `tile / block` in front
 /// and the offset in the tile at the end. The offset is exact only for an index that is a
 /// parameter ranging over one whole tile, or for that tile's range.
-fn blocked(
-    s: &Subset,
-    dim: usize,
-    tile: &str,
-    block: i64,
-    ranges: &BTreeMap<String, Range>,
-) -> Result<Subset, String> {
+fn blocked(s: &Subset, b: &Blocks, ranges: &BTreeMap<String, Range>) -> Result<Subset, String> {
+    let (dim, tile, block) = (b.dim, b.tile, b.block);
     let t = SymExpr::sym(tile);
     let one_tile =
         |r: &Range| r.start == t && r.end == (&t + block).simplify() && r.step == SymExpr::Int(1);
@@ -251,16 +242,13 @@ fn blocked(
         }
         other => {
             return Err(format!(
-                "dimension {dim} is {other}, not one tile of `{tile}` ({tile}:{tile} + {block})"
+                "{}{s} cannot be packed: dimension {dim} is {other}, not one tile of `{tile}` ({tile}:{tile} + {block})",
+                b.data
             ))
         }
     };
     let mut dims = vec![Dim::Index(t.floor_div(SymExpr::Int(block)))];
-    dims.extend(
-        (s.0.iter().enumerate())
-            .filter(|(d, _)| *d != dim)
-            .map(|(_, x)| x.clone()),
-    );
+    dims.extend(others(&s.0, dim).cloned());
     dims.push(offset);
     Ok(Subset(dims))
 }
@@ -268,34 +256,24 @@ fn blocked(
 /// Declares the packed container, points the map's body at it and puts the copy before it.
 fn pack(p: &mut Program, id: NodeId, pk: Packing) -> Result<Vec<NodeId>, NotApplicable> {
     let lost = |r: &str| refuse(&Pack, id, r);
-    let mut shape = vec![SymExpr::Int(
-        pk.shape[pk.dim].as_int().unwrap_or(0) / pk.block,
-    )];
-    shape.extend(
-        (pk.shape.iter().enumerate())
-            .filter(|(d, _)| *d != pk.dim)
-            .map(|(_, x)| x.clone()),
-    );
-    shape.push(SymExpr::Int(pk.block));
     let mut desc = (p.data.get(&pk.data).cloned()).ok_or_else(|| lost("the operand vanished"))?;
-    desc.shape = shape.clone();
+    desc.shape = pk.packed_shape.clone();
     desc.kind = DataKind::Transient;
     p.data.insert(pk.packed.clone(), desc);
     let mut edit = p.edit(id).ok_or_else(|| lost("no such node"))?;
     let n = edit.idx;
+    let copy = copy_map(&mut edit.builder(), &pk);
     if let NodeKind::Map(m) = &mut edit.graph.node_mut(n).kind {
-        redirect(&mut m.body, &pk, &mut BTreeMap::new());
+        m.body = pk.body;
     }
     let src = (edit.graph.in_edges(n).iter())
         .find(|e| e.memlet.data == pk.data)
         .map(|e| e.other)
         .ok_or_else(|| lost("the map's input edge vanished"))?;
-    let copy = copy_map(&mut edit.builder(), &pk, &shape);
     let copy_id = edit.fresh_id();
-    let label = format!("{}_pack", pk.data);
     let c = edit.graph.add_node(Node {
         id: copy_id,
-        label,
+        label: format!("{}_pack", pk.data),
         kind: NodeKind::Map(copy),
     });
     let packed_id = edit.fresh_id();
@@ -304,49 +282,61 @@ fn pack(p: &mut Program, id: NodeId, pk: Packing) -> Result<Vec<NodeId>, NotAppl
         label: pk.packed.clone(),
         kind: NodeKind::Access(pk.packed.clone()),
     });
-    let whole = Subset::full(&shape);
-    (edit.graph).add_edge(
-        src,
-        c,
-        Memlet::new(pk.data.clone(), Subset::full(&pk.shape)),
-    );
+    let whole = Subset::full(&pk.packed_shape);
+    let operand = Memlet::new(pk.data.clone(), Subset::full(&pk.shape));
+    (edit.graph).add_edge(src, c, operand);
     (edit.graph).add_edge(c, packed, Memlet::new(pk.packed.clone(), whole.clone()));
     (edit.graph).add_edge(packed, n, Memlet::new(pk.packed.clone(), whole));
     edit.refresh_boundary(n);
     Ok(vec![id, copy_id])
 }
 
-/// Renames `data` to the packed container in `g` (any depth) with blocked subsets.
-fn redirect(g: &mut Graph, pk: &Packing, ranges: &mut BTreeMap<String, Range>) {
-    for m in g.memlets_mut() {
-        if m.data == pk.data {
-            if let Ok(s) = blocked(&m.subset, pk.dim, &pk.tile, pk.block, ranges) {
-                m.subset = s;
+/// Renames `data` to the packed container in `g` (any depth) with blocked subsets, or says
+/// which access cannot be blocked. `ranges` holds the parameters of the enclosing maps inside
+/// the site. An element read at computed indices is refused: its indices would need the same
+/// rewrite, inside the tasklet.
+fn redirect(g: &mut Graph, b: &Blocks, ranges: &mut BTreeMap<String, Range>) -> Result<(), String> {
+    let mut rewritten = Vec::new();
+    for e in g.edges().filter(|e| e.memlet.data == b.data) {
+        if let (Some(conn), NodeKind::Tasklet(t)) = (&e.memlet.dst_conn, &g.node(e.to).kind) {
+            if (t.outputs.iter()).any(|(_, x)| x.element_reads().iter().any(|(c, _)| c == conn)) {
+                return Err(format!(
+                    "tasklet `{}` reads `{}` at computed indices",
+                    g.node(e.to).label,
+                    b.data
+                ));
             }
-            m.data = pk.packed.clone();
         }
+        rewritten.push((e.id, blocked(&e.memlet.subset, b, ranges)?));
+    }
+    for (e, subset) in rewritten {
+        let m = g.memlet_mut(e);
+        m.data = b.packed.to_string();
+        m.subset = subset;
     }
     for n in g.nodes_mut() {
         match &mut n.kind {
-            NodeKind::Access(d) if *d == pk.data => {
-                *d = pk.packed.clone();
-                n.label = pk.packed.clone();
+            NodeKind::Access(d) if d == b.data => {
+                *d = b.packed.to_string();
+                n.label = b.packed.to_string();
             }
             NodeKind::Map(m) => {
                 let saved = ranges.clone();
                 ranges.extend(m.params.iter().map(|q| (q.name.clone(), q.range.clone())));
-                redirect(&mut m.body, pk, ranges);
+                redirect(&mut m.body, b, ranges)?;
                 *ranges = saved;
             }
             _ => {}
         }
     }
+    Ok(())
 }
 
 /// `map [b] parallel { map [c…, r] { packed[b, c…, r] = data[…, block * b + r, …] } }`: one
 /// block per parallel iteration, so each thread copies whole blocks with plain inner loops
 /// (a collapsed loop over every counter would recompute each index by division).
-fn copy_map(b: &mut ScopeBuilder<'_>, pk: &Packing, shape: &[SymExpr]) -> MapNode {
+fn copy_map(b: &mut ScopeBuilder<'_>, pk: &Packing) -> MapNode {
+    let shape = &pk.packed_shape;
     let var = |k: usize| SymExpr::sym(pk.counters[k].as_str());
     let rank = pk.shape.len();
     let mut others = (1..rank).map(var);
