@@ -11,6 +11,8 @@ mod packing;
 mod reduction;
 #[path = "transform_maps/schedules.rs"]
 mod schedules;
+#[path = "transform_maps/squeeze.rs"]
+mod squeeze;
 #[path = "transform_maps/staging.rs"]
 mod staging;
 

@@ -65,7 +65,7 @@ pub struct DemoReport {
     /// Largest absolute difference of the optimized program's output from the interpreter's.
     pub max_abs_error: f64,
     pub rows: Vec<Row>,
-    /// The recipe that optimized it (`std::cpu 0.1.0`).
+    /// The recipe that optimized it (`std::cpu 0.2.0`).
     pub recipe: String,
     /// The steps the recipe applied, in order, with parameters, the check record of every layer
     /// and the hashes (replayable as a trace).
@@ -226,7 +226,7 @@ pub fn optimize(
     })
 }
 
-/// `std::cpu 0.1.0`: the recipe's name and version, from its header.
+/// `std::cpu 0.2.0`: the recipe's name and version, from its header.
 fn title(recipe: &Loaded) -> String {
     match &recipe.root().ast.header {
         Some(h) => format!("{} {}", h.name.value, h.version.value),

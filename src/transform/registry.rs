@@ -18,9 +18,9 @@ use super::layout::{
 };
 use super::loops::{
     local_storage::LocalStorage, map_collapse::MapCollapse, map_expansion::MapExpansion,
-    map_interchange::MapInterchange, map_tiling::MapTiling, parallelize::Parallelize,
-    register_accumulation::RegisterAccumulation, strip_mining::StripMining, unroll::Unroll,
-    vectorize::Vectorize,
+    map_interchange::MapInterchange, map_squeeze::MapSqueeze, map_tiling::MapTiling,
+    parallelize::Parallelize, register_accumulation::RegisterAccumulation,
+    strip_mining::StripMining, unroll::Unroll, vectorize::Vectorize,
 };
 use super::operator::{
     batchnorm_into_conv::BatchNormIntoConv, constant_folding::ConstantFolding,
@@ -113,6 +113,7 @@ pub fn builtins() -> Vec<&'static dyn Transformation> {
         &MapExpansion,
         &MapFusion,
         &MapInterchange,
+        &MapSqueeze,
         &MapTiling,
         &MatMulAddToGemm,
         &OnTheFlyFusion,

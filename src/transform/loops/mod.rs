@@ -5,6 +5,7 @@ pub(super) mod local_storage;
 pub(super) mod map_collapse;
 pub(super) mod map_expansion;
 pub(super) mod map_interchange;
+pub(super) mod map_squeeze;
 pub(super) mod map_tiling;
 pub(super) mod parallelize;
 pub(super) mod register_accumulation;
