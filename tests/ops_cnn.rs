@@ -1,6 +1,7 @@
 //! Convolution (plain and quantized), batch normalisation, LRN, MeanVarianceNormalization,
-//! pooling, the Fourier transforms and affine grids: reference results against hand-computed
-//! values, shape-inference errors, and expansions against the reference on awkward shapes.
+//! pooling, the Fourier transforms, affine grids and grid sampling: reference results against
+//! hand-computed values, shape-inference errors, and expansions against the reference on awkward
+//! shapes.
 //! This file holds the shared helpers; each operator family has its own module.
 
 #[path = "ops_cnn/affine_grid.rs"]
@@ -9,6 +10,8 @@ mod affine_grid;
 mod batchnorm;
 #[path = "ops_cnn/conv.rs"]
 mod conv;
+#[path = "ops_cnn/grid_sample.rs"]
+mod grid_sample;
 #[path = "ops_cnn/lrn.rs"]
 mod lrn;
 #[path = "ops_cnn/mvn.rs"]

@@ -419,6 +419,36 @@ fn cases() -> Vec<Case> {
         none(),
         vec![var(&[1, 2, 3]), i64_const(&[1, 3, 4, 3])],
     ));
+    // Every GridSample mode with every padding, 1-D to 3-D, single-element axes (no span to
+    // reflect in with align_corners).
+    let (flat, volume, line, point) = (
+        ([2, 3, 4, 5].as_slice(), [2, 3, 2, 2].as_slice()),
+        ([1, 2, 3, 1, 4].as_slice(), [1, 2, 1, 3, 3].as_slice()),
+        ([2, 1, 5].as_slice(), [2, 3, 1].as_slice()),
+        ([1, 1, 1, 1].as_slice(), [1, 2, 3, 2].as_slice()),
+    );
+    for (mode, padding, align, (x, grid)) in [
+        ("linear", "zeros", 0, flat),
+        ("linear", "border", 1, volume),
+        ("linear", "reflection", 0, line),
+        ("nearest", "zeros", 1, volume),
+        ("nearest", "border", 0, flat),
+        ("nearest", "reflection", 1, point),
+        ("cubic", "zeros", 1, line),
+        ("cubic", "border", 0, point),
+        ("cubic", "reflection", 0, flat),
+        ("cubic", "reflection", 1, volume),
+    ] {
+        v.push((
+            "GridSample",
+            attrs(&[
+                ("mode", Attr::Str(mode.into())),
+                ("padding_mode", Attr::Str(padding.into())),
+                ("align_corners", Attr::Int(align)),
+            ]),
+            vec![var(x), var(grid)],
+        ));
+    }
     v.push((
         "DepthToSpace",
         attrs(&[

@@ -28,6 +28,7 @@ mod elementwise;
 pub mod expand;
 pub mod flops;
 mod generate;
+mod grid_sample;
 mod groupnorm;
 mod hardmax;
 mod heads;
@@ -284,6 +285,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         einsum::OPS,
         elementwise::OPS,
         generate::OPS,
+        grid_sample::OPS,
         groupnorm::OPS,
         hardmax::OPS,
         identity::OPS,

@@ -27,7 +27,8 @@ use super::window::multi_indices;
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{LibraryNode, SymExpr, TExpr, Tensor};
 use axis::{Axis, CoordMode, Rounding, Scale};
-use kernel::{Kernel, Shape};
+use kernel::Kernel;
+pub(super) use kernel::Shape;
 use linear::linear_corners;
 use nearest::nearest_index;
 
@@ -54,8 +55,11 @@ fn unsupported(what: &str) -> OpError {
     OpError::unsupported(OP, format!("{what} is not supported"))
 }
 
-/// A string attribute mapped through `options`, with `default` when absent.
-fn choice<T: Copy>(
+/// A string attribute of operator `op` mapped through `options`, with `default` when absent: a
+/// value mapped to `None` is known but unsupported, one not listed is unknown (both errors name
+/// the attribute and the value).
+pub(super) fn choice<T: Copy>(
+    op: &str,
     node: &LibraryNode,
     attr: &str,
     default: &str,
@@ -64,8 +68,11 @@ fn choice<T: Copy>(
     let v = node.str(attr).unwrap_or(default);
     match options.iter().find(|(name, _)| *name == v) {
         Some((_, Some(t))) => Ok(*t),
-        Some((_, None)) => Err(unsupported(&format!("{attr} `{v}`"))),
-        None => Err(OpError::attr(OP, attr, format!("unknown value `{v}`"))),
+        Some((_, None)) => Err(OpError::unsupported(
+            op,
+            format!("{attr} `{v}` is not supported"),
+        )),
+        None => Err(OpError::attr(op, attr, format!("unknown value `{v}`"))),
     }
 }
 
@@ -81,6 +88,7 @@ impl Plan {
         let rounding = match legacy {
             true => Rounding::Floor,
             false => choice(
+                OP,
                 node,
                 "nearest_mode",
                 "round_prefer_floor",
@@ -100,6 +108,7 @@ impl Plan {
         };
         let cubic = Method::Kernel(Kernel::of(node, Kernel::cubic_shape(node))?);
         let method = choice(
+            OP,
             node,
             "mode",
             "nearest",
@@ -112,6 +121,7 @@ impl Plan {
         let mode = match legacy {
             true => CoordMode::Asymmetric,
             false => choice(
+                OP,
                 node,
                 "coordinate_transformation_mode",
                 "half_pixel",
@@ -234,6 +244,7 @@ fn aspect_scale(
     sizes: &[i64],
 ) -> Result<Option<Scale>, OpError> {
     let smallest = choice(
+        OP,
         node,
         "keep_aspect_ratio_policy",
         "stretch",

@@ -108,6 +108,7 @@ pub static TABLE: &[OnnxVersions] = &[
     v("GlobalMaxPool", &[1, 22], &[]),
     v("Greater", &[1, 7, 9, 13], &[]),
     v("GreaterOrEqual", &[12, 16], &[]),
+    v("GridSample", &[16, 20, 22], &[]),
     v("GroupNormalization", &[18, 21], &[]),
     v("HammingWindow", &[17], &[]),
     v("HannWindow", &[17], &[]),

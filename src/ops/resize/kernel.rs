@@ -29,6 +29,53 @@ pub enum Shape {
     Cubic(f64),
 }
 
+impl Shape {
+    /// The taps of the kernel stretched by `1 / s` around a coordinate between `base` and
+    /// `base + 1`: the first offset from `base` and the count (at `s = 1`: linear `base`,
+    /// `base + 1`; cubic `base − 1 … base + 2`).
+    pub fn window(self, s: f64) -> (i64, usize) {
+        let support = match self {
+            Shape::Linear => 1.0,
+            Shape::Cubic(_) => 2.0,
+        };
+        let start = (-support / s).floor() as i64 + 1;
+        (start, (2 - 2 * start) as usize)
+    }
+
+    /// The kernel at `t` (reference side).
+    pub fn at(self, t: f64) -> f64 {
+        let t = t.abs();
+        match self {
+            Shape::Linear => (1.0 - t).max(0.0),
+            Shape::Cubic(a) if t <= 1.0 => ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0,
+            Shape::Cubic(a) if t < 2.0 => ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a,
+            Shape::Cubic(_) => 0.0,
+        }
+    }
+
+    /// The kernel at `t` as a tasklet expression.
+    pub fn at_expr(self, t: TExpr) -> TExpr {
+        let mul = |x: TExpr, y: TExpr| TExpr::binary(BinOp::Mul, x, y);
+        let add = |x: TExpr, c: f64| TExpr::binary(BinOp::Add, x, TExpr::Const(c));
+        let k = TExpr::Const;
+        let t = TExpr::unary(UnOp::Abs, t);
+        match self {
+            Shape::Linear => {
+                TExpr::binary(BinOp::Max, k(0.0), TExpr::binary(BinOp::Sub, k(1.0), t))
+            }
+            Shape::Cubic(a) => {
+                let near = add(mul(k(a + 2.0), t.clone()), -(a + 3.0));
+                let near = add(mul(mul(near, t.clone()), t.clone()), 1.0);
+                let far = add(mul(k(a), t.clone()), -5.0 * a);
+                let far = add(mul(add(mul(far, t.clone()), 8.0 * a), t.clone()), -4.0 * a);
+                let within = |c: f64, op| TExpr::binary(op, t.clone(), k(c));
+                let outer = TExpr::select(within(2.0, BinOp::Lt), far, k(0.0));
+                TExpr::select(within(1.0, BinOp::Le), near, outer)
+            }
+        }
+    }
+}
+
 /// A convolution-kernel resize.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Kernel {
@@ -71,45 +118,8 @@ impl Kernel {
             true => axis.scale.value.min(1.0),
             false => 1.0,
         };
-        let support = match self.shape {
-            Shape::Linear => 1.0,
-            Shape::Cubic(_) => 2.0,
-        };
-        let start = (-support / s).floor() as i64 + 1;
-        (s, start, (2 - 2 * start) as usize)
-    }
-
-    /// The kernel at `t` (reference side).
-    fn at(&self, t: f64) -> f64 {
-        let t = t.abs();
-        match self.shape {
-            Shape::Linear => (1.0 - t).max(0.0),
-            Shape::Cubic(a) if t <= 1.0 => ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0,
-            Shape::Cubic(a) if t < 2.0 => ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a,
-            Shape::Cubic(_) => 0.0,
-        }
-    }
-
-    /// The kernel at `t` as a tasklet expression.
-    fn at_expr(&self, t: TExpr) -> TExpr {
-        let mul = |x: TExpr, y: TExpr| TExpr::binary(BinOp::Mul, x, y);
-        let add = |x: TExpr, c: f64| TExpr::binary(BinOp::Add, x, TExpr::Const(c));
-        let k = TExpr::Const;
-        let t = TExpr::unary(UnOp::Abs, t);
-        match self.shape {
-            Shape::Linear => {
-                TExpr::binary(BinOp::Max, k(0.0), TExpr::binary(BinOp::Sub, k(1.0), t))
-            }
-            Shape::Cubic(a) => {
-                let near = add(mul(k(a + 2.0), t.clone()), -(a + 3.0));
-                let near = add(mul(mul(near, t.clone()), t.clone()), 1.0);
-                let far = add(mul(k(a), t.clone()), -5.0 * a);
-                let far = add(mul(add(mul(far, t.clone()), 8.0 * a), t.clone()), -4.0 * a);
-                let within = |c: f64, op| TExpr::binary(op, t.clone(), k(c));
-                let outer = TExpr::select(within(2.0, BinOp::Lt), far, k(0.0));
-                TExpr::select(within(1.0, BinOp::Le), near, outer)
-            }
-        }
+        let (start, count) = self.shape.window(s);
+        (s, start, count)
     }
 
     /// Whether the weights are divided by their sum.
@@ -128,7 +138,7 @@ impl Kernel {
             .map(|j| {
                 let at = base as i64 + start + j;
                 let outside = at < 0 || at >= axis.input;
-                let w = self.at(s * ((start + j) as f64 - r));
+                let w = self.shape.at(s * ((start + j) as f64 - r));
                 (
                     at,
                     if self.exclude_outside && outside {
@@ -176,7 +186,9 @@ impl Kernel {
         let weights: Vec<TExpr> = (0..count as i64)
             .map(|j| {
                 let t = TExpr::binary(BinOp::Sub, TExpr::Const((start + j) as f64), r.clone());
-                let w = self.at_expr(TExpr::binary(BinOp::Mul, TExpr::Const(s), t));
+                let w = self
+                    .shape
+                    .at_expr(TExpr::binary(BinOp::Mul, TExpr::Const(s), t));
                 if !self.exclude_outside {
                     return w;
                 }
