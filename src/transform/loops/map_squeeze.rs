@@ -77,8 +77,11 @@ impl Transformation for MapSqueeze {
     }
 }
 
+/// The value each dropped parameter takes, by name.
+type Values = Vec<(String, SymExpr)>;
+
 /// The parameters that stay and the value of each dropped one, or why there is nothing to drop.
-fn squeezed(map: &MapNode) -> Result<(Vec<MapParam>, Vec<(String, SymExpr)>), String> {
+fn squeezed(map: &MapNode) -> Result<(Vec<MapParam>, Values), String> {
     let (single, kept): (Vec<&MapParam>, Vec<&MapParam>) =
         map.params.iter().partition(|prm| single_value(prm));
     if single.is_empty() {
@@ -91,7 +94,7 @@ fn squeezed(map: &MapNode) -> Result<(Vec<MapParam>, Vec<(String, SymExpr)>), St
         ));
     }
     // A range may name earlier parameters, so each value is resolved through the ones before.
-    let mut values: Vec<(String, SymExpr)> = Vec::new();
+    let mut values: Values = Vec::new();
     for prm in single {
         let start = prm.range.start.substitute_all(&|name: &str| {
             values
