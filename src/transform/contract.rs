@@ -207,3 +207,17 @@ pub(crate) fn all_maps(p: &Program) -> Vec<NodeId> {
     });
     v
 }
+
+/// One single-node site per map (any depth, outer maps first) that `applies` accepts: the
+/// candidates of a transformation whose site is one map judged on its own.
+pub(crate) fn map_sites(p: &Program, applies: impl Fn(&MapNode) -> bool) -> Vec<Vec<NodeId>> {
+    let mut v = Vec::new();
+    p.graph.walk(&mut |n| {
+        if let NodeKind::Map(m) = &n.kind {
+            if applies(m) {
+                v.push(vec![n.id]);
+            }
+        }
+    });
+    v
+}

@@ -47,4 +47,4 @@ pub use registry::{all, builtins, find, lookup, register, taken, UnknownTransfor
 pub use site::{check_site, NodeClass, Role, SiteError};
 
 pub(crate) use binding::builtin_sites;
-pub(crate) use contract::{all_maps, expect_map, refuse};
+pub(crate) use contract::{all_maps, expect_map, map_sites, refuse};

@@ -13,7 +13,7 @@
 
 use crate::ir::{Graph, MapNode, Node, NodeId, NodeKind, Program, Schedule};
 use crate::transform::{
-    all_maps, expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    expect_map, map_sites, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema,
     Transformation,
 };
 
@@ -37,13 +37,7 @@ impl Transformation for MapCollapse {
     }
 
     fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p)
-            .into_iter()
-            .filter(|&id| {
-                matches!(p.node(id).map(|n| &n.kind), Some(NodeKind::Map(m)) if only_map(&m.body).is_ok())
-            })
-            .map(|id| vec![id])
-            .collect()
+        map_sites(p, |m| only_map(&m.body).is_ok())
     }
 
     fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {

@@ -15,7 +15,7 @@
 use crate::ir::rewrite::substitute_symbols;
 use crate::ir::{MapNode, MapParam, NodeId, NodeKind, Program, SymExpr};
 use crate::transform::{
-    all_maps, expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema,
+    expect_map, map_sites, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema,
     Transformation,
 };
 
@@ -39,13 +39,7 @@ impl Transformation for MapSqueeze {
     }
 
     fn candidates(&self, p: &Program) -> Vec<Vec<NodeId>> {
-        all_maps(p)
-            .into_iter()
-            .filter(|&id| {
-                matches!(p.node(id).map(|n| &n.kind), Some(NodeKind::Map(m)) if squeezed(m).is_ok())
-            })
-            .map(|id| vec![id])
-            .collect()
+        map_sites(p, |m| squeezed(m).is_ok())
     }
 
     fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
