@@ -293,6 +293,47 @@ fn cases() -> Vec<Case> {
             var(&[2, 2, 3, 3]),
         ],
     ));
+    v.push((
+        "LinearAttention",
+        attrs(&[
+            ("q_num_heads", Attr::Int(4)),
+            ("kv_num_heads", Attr::Int(2)),
+        ]),
+        vec![
+            var(&[2, 3, 8]),
+            var(&[2, 3, 4]),
+            var(&[2, 3, 6]),
+            var(&[2, 2, 2, 3]),
+            var(&[2, 3, 4]),
+            var(&[2, 3, 1]),
+        ],
+    ));
+    v.push((
+        "LinearAttention",
+        attrs(&[
+            ("q_num_heads", Attr::Int(3)),
+            ("kv_num_heads", Attr::Int(3)),
+            ("update_rule", Attr::Str("gated".into())),
+            ("scale", Attr::Float(0.7)),
+        ]),
+        vec![
+            var(&[1, 4, 6]),
+            var(&[1, 4, 6]),
+            var(&[1, 4, 3]),
+            (None, None),
+            var(&[1, 4, 3]),
+        ],
+    ));
+    v.push((
+        "CausalConvWithState",
+        attrs(&[("activation", Attr::Str("silu".into()))]),
+        vec![var(&[2, 3, 5]), var(&[3, 1, 4]), var(&[3]), var(&[2, 3, 3])],
+    ));
+    v.push((
+        "CausalConvWithState",
+        none(),
+        vec![var(&[1, 2, 2]), var(&[2, 1, 5])],
+    ));
     // Random lengths lie in [0, 4): the time axis has 5 steps.
     v.push((
         "ReverseSequence",

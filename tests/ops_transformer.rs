@@ -5,8 +5,12 @@
 mod activation;
 #[path = "ops_transformer/attention.rs"]
 mod attention;
+#[path = "ops_transformer/causal_conv.rs"]
+mod causal_conv;
 #[path = "ops_transformer/elementwise.rs"]
 mod elementwise;
+#[path = "ops_transformer/linear_attention.rs"]
+mod linear_attention;
 #[path = "ops_transformer/math.rs"]
 mod math;
 #[path = "ops_transformer/matmul.rs"]

@@ -73,7 +73,7 @@ pub(super) fn un(op: UnOp, x: TExpr) -> TExpr {
 fn add(a: TExpr, b: TExpr) -> TExpr {
     TExpr::binary(BinOp::Add, a, b)
 }
-pub(super) fn mul(a: TExpr, b: TExpr) -> TExpr {
+pub(crate) fn mul(a: TExpr, b: TExpr) -> TExpr {
     TExpr::binary(BinOp::Mul, a, b)
 }
 fn max(a: TExpr, b: TExpr) -> TExpr {

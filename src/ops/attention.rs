@@ -28,7 +28,7 @@ mod expand;
 mod visible;
 
 use super::broadcast::{check_unidirectional, source_offsets};
-use super::heads::{grid, HeadLayout};
+use super::heads::{grid, size, HeadLayout};
 use super::movement::type_of;
 use super::support::{arg, input_type, opt_arg, require_float, same_dtype};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
@@ -288,13 +288,6 @@ impl Plan {
             TensorType::new(q, self.scores_shape()),
         ]
     }
-}
-
-/// A symbolic size that `eval` knows (every shape is concrete there).
-fn size(d: &SymExpr) -> usize {
-    d.as_int()
-        .and_then(|v| usize::try_from(v).ok())
-        .unwrap_or(0)
 }
 
 impl Operator for Attention {

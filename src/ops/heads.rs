@@ -131,3 +131,10 @@ impl HeadLayout {
 pub fn grid(n0: usize, n1: usize, n2: usize) -> impl Iterator<Item = (usize, usize, usize)> {
     (0..n0).flat_map(move |a| (0..n1).flat_map(move |b| (0..n2).map(move |c| (a, b, c))))
 }
+
+/// A symbolic size that a reference knows (every shape is concrete in `eval`).
+pub fn size(d: &SymExpr) -> usize {
+    d.as_int()
+        .and_then(|v| usize::try_from(v).ok())
+        .unwrap_or(0)
+}

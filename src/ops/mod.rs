@@ -14,6 +14,7 @@ mod attention;
 mod batchnorm;
 mod bitwise;
 pub mod broadcast;
+mod causal_conv;
 mod center_crop_pad;
 mod col2im;
 mod concat;
@@ -34,6 +35,7 @@ mod hardmax;
 mod heads;
 mod identity;
 mod index;
+mod linear_attention;
 pub mod logic;
 mod loss;
 mod lpnorm;
@@ -273,6 +275,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         attention::OPS,
         batchnorm::OPS,
         bitwise::OPS,
+        causal_conv::OPS,
         center_crop_pad::OPS,
         col2im::OPS,
         concat::OPS,
@@ -290,6 +293,7 @@ pub fn all() -> Vec<&'static dyn Operator> {
         hardmax::OPS,
         identity::OPS,
         index::OPS,
+        linear_attention::OPS,
         logic::OPS,
         loss::OPS,
         lpnorm::OPS,

@@ -65,6 +65,44 @@ pub fn require_float(op: &str, t: &TensorType) -> Result<(), OpError> {
     }
 }
 
+/// Checks that `got` has the extents `want` where both are numbers.
+pub fn expect_shape(
+    op: &str,
+    what: &str,
+    got: &[SymExpr],
+    want: &[SymExpr],
+) -> Result<(), OpError> {
+    let differs = |(a, b): (&SymExpr, &SymExpr)| matches!((a.as_int(), b.as_int()), (Some(x), Some(y)) if x != y);
+    if got.len() != want.len() || got.iter().zip(want).any(differs) {
+        let show = |s: &[SymExpr]| {
+            s.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(OpError::shape(
+            op,
+            format!(
+                "{what} must have shape [{}], got [{}]",
+                show(want),
+                show(got)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Requires `t` (named `what` in the error) to have rank `rank`.
+pub fn require_rank(op: &str, what: &str, t: &TensorType, rank: usize) -> Result<(), OpError> {
+    match t.shape.len() {
+        n if n == rank => Ok(()),
+        n => Err(OpError::shape(
+            op,
+            format!("{what} must have rank {rank}, got rank {n}"),
+        )),
+    }
+}
+
 /// Shape inference of a one-input float operator whose output has its input's type (the
 /// normalizations): checks the arity and the element type, then `check` validates the
 /// attributes against the input's rank.
@@ -186,6 +224,7 @@ pub fn offset(idx: &[usize], strides: &[usize]) -> usize {
 
 /// One tasklet read inside an element map: connector, container and the subset it covers
 /// (one element, or a window the tasklet reads by element at computed indices).
+#[derive(Clone)]
 pub struct Read<'a> {
     pub conn: &'a str,
     pub data: &'a str,

@@ -26,7 +26,9 @@ mod lstm;
 mod rnn;
 mod step;
 
-use super::support::{arg, input_type, opt_arg, require_float, same_dtype};
+use super::support::{
+    arg, expect_shape, input_type, opt_arg, require_float, require_rank, same_dtype,
+};
 use super::{check_arity, ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::{DType, LibraryNode, Range, Schedule, SymExpr, Tensor};
 use config::{Activation, Config};
@@ -135,28 +137,6 @@ impl Weights<'_> {
 /// An operator made of a recurrent cell.
 pub struct Recurrent<C: Cell>(pub C);
 
-/// Checks that `got` has the extents `want` where both are numbers.
-fn expect_shape(op: &str, what: &str, got: &[SymExpr], want: &[SymExpr]) -> Result<(), OpError> {
-    let differs = |(a, b): (&SymExpr, &SymExpr)| matches!((a.as_int(), b.as_int()), (Some(x), Some(y)) if x != y);
-    if got.len() != want.len() || got.iter().zip(want).any(differs) {
-        let show = |s: &[SymExpr]| {
-            s.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(OpError::shape(
-            op,
-            format!(
-                "{what} must have shape [{}], got [{}]",
-                show(want),
-                show(got)
-            ),
-        ));
-    }
-    Ok(())
-}
-
 impl<C: Cell> Recurrent<C> {
     fn config(&self, node: &LibraryNode) -> Result<Config, OpError> {
         Config::read(self.0.name(), node, self.0.default_activations())
@@ -171,16 +151,9 @@ impl<C: Cell> Recurrent<C> {
         for (i, t) in [(W, w), (R, r)] {
             same_dtype(op, x, t, i)?;
         }
-        let rank3 = |what: &str, t: &TensorType| match t.shape.len() {
-            3 => Ok(()),
-            n => Err(OpError::shape(
-                op,
-                format!("{what} must have rank 3, got rank {n}"),
-            )),
-        };
-        rank3("X", x)?;
-        rank3("W", w)?;
-        rank3("R", r)?;
+        require_rank(op, "X", x, 3)?;
+        require_rank(op, "W", w, 3)?;
+        require_rank(op, "R", r, 3)?;
         let (seq, batch) = if cfg.batch_major {
             (x.shape[1].clone(), x.shape[0].clone())
         } else {
