@@ -52,12 +52,7 @@ impl Transformation for MapSqueeze {
             let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind else {
                 return Err(refuse(&MapSqueeze, id, "not a map"));
             };
-            let value = |name: &str| {
-                values
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone())
-            };
+            let value = |name: &str| value_of(&values, name);
             m.params = kept
                 .iter()
                 .map(|prm| MapParam {
@@ -73,6 +68,14 @@ impl Transformation for MapSqueeze {
 
 /// The value each dropped parameter takes, by name.
 type Values = Vec<(String, SymExpr)>;
+
+/// The value of the dropped parameter `name`, if it is one.
+fn value_of(values: &Values, name: &str) -> Option<SymExpr> {
+    values
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.clone())
+}
 
 /// The parameters that stay and the value of each dropped one, or why there is nothing to drop.
 fn squeezed(map: &MapNode) -> Result<(Vec<MapParam>, Values), String> {
@@ -90,12 +93,7 @@ fn squeezed(map: &MapNode) -> Result<(Vec<MapParam>, Values), String> {
     // A range may name earlier parameters, so each value is resolved through the ones before.
     let mut values: Values = Vec::new();
     for prm in single {
-        let start = prm.range.start.substitute_all(&|name: &str| {
-            values
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-        });
+        let start = (prm.range.start).substitute_all(&|name: &str| value_of(&values, name));
         values.push((prm.name.clone(), start));
     }
     Ok((kept.into_iter().cloned().collect(), values))
