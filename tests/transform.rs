@@ -176,24 +176,29 @@ fn parallelizing_a_resolved_reduction_is_legal_once() {
     assert_eq!(p, before);
 }
 
-#[test]
-fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
-    let mut p = common::matmul(70, 9, 33);
-    let original = p.clone();
+/// Runs the recipe `std::cpu` on `p`, every step checked.
+fn std_cpu(p: &mut Program) -> dmove::recipe::run::RunReport {
     let recipe = dmove::demo::cpu_recipe().expect("std::cpu checks");
-    let report = dmove::demo::optimize(
+    dmove::demo::optimize(
         &recipe,
-        &mut p,
+        p,
         &Checks::default(),
         1,
         dmove::progress::Mode::Quiet,
     )
-    .expect("runs");
+    .expect("runs")
+}
+
+#[test]
+fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
+    let mut p = common::matmul(70, 9, 33);
+    let original = p.clone();
+    let report = std_cpu(&mut p);
     let names: Vec<&str> = (report.steps.iter())
         .map(|s| s.step.transformation.as_str())
         .collect();
     // The product becomes std::gemm's kernel (no packing: 8 and 32 divide neither 70 nor 33,
-    // which the four skipped `Pack`s say); the init map gets std::loops' schedule.
+    // which the four skipped `Pack`s say); the init map gets std::loops' schedule, lanes included.
     assert_eq!(
         names,
         [
@@ -208,7 +213,8 @@ fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
             "Parallelize",
             "MapExpansion",
             "MapTiling",
-            "Parallelize"
+            "Parallelize",
+            "Vectorize"
         ],
         "{:?}",
         report.skipped
@@ -217,4 +223,31 @@ fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
     assert!(report.skipped.iter().all(|s| s.reason.contains("`Pack`")));
     let inputs = dmove::check::random_inputs(&original, 3).expect("inputs");
     dmove::check::same_outputs(&original, &p, &inputs).expect("same results");
+}
+
+#[test]
+fn std_cpu_runs_a_dense_convolution_as_an_im2col_micro_kernel() {
+    // A padded 3×3 convolution whose ONNX node leaves `group` out (its default is 1), and a
+    // depthwise one (group = channels), which stays a direct loop nest.
+    for (group, im2col) in [(1, true), (8, false)] {
+        let bytes = dmove::demo::suite::conv(8, 8, 16, group, 5);
+        let mut p = dmove::onnx::import_bytes(&bytes, &Default::default()).expect("imports");
+        let original = p.clone();
+        let report = std_cpu(&mut p);
+        let applied = |name: &str| {
+            (report.steps.iter())
+                .filter(|s| s.step.transformation == name)
+                .count()
+        };
+        let expanded_im2col = (report.steps.iter()).any(|s| {
+            s.step.transformation == "Expand"
+                && s.step.params.get("impl") == Some(&ParamValue::Str("im2col".into()))
+        });
+        assert_eq!(expanded_im2col, im2col, "group {group}");
+        // The kernel: its rows unrolled and both operands packed (8 and 32 divide 8 channels and 16 × 16 positions).
+        assert_eq!(applied("Unroll"), usize::from(im2col), "group {group}");
+        assert_eq!(applied("Pack"), 2 * usize::from(im2col), "group {group}");
+        let inputs = dmove::check::random_inputs(&original, 3).expect("inputs");
+        dmove::check::same_outputs(&original, &p, &inputs).expect("same results");
+    }
 }

@@ -192,9 +192,12 @@ fn reduction_helpers() -> Vec<Helper> {
             .map(|(op, v)| (op, format!("dm_enc_{tag}({v})")))
             .collect()
         } else {
+            // Floats: `fmax`'s result (a NaN operand is ignored) as a compare and select,
+            // which vectorizes where the libm call does not.
             let (max, min) = match d {
-                DType::F32 => ("fmaxf(a, b)", "fminf(a, b)"),
-                DType::F64 => ("fmax(a, b)", "fmin(a, b)"),
+                DType::F32 | DType::F64 => {
+                    ("(b > a || a != a) ? b : a", "(b < a || a != a) ? b : a")
+                }
                 _ => ("a > b ? a : b", "a < b ? a : b"),
             };
             vec![("max", max.to_string()), ("min", min.to_string())]

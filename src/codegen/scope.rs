@@ -17,6 +17,7 @@ use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
 
 mod region;
+mod simd;
 
 /// One enclosing map while its body is emitted.
 struct Level {
@@ -41,6 +42,9 @@ pub(crate) struct Emitter<'a> {
     nowait: bool,
     /// Names used in expressions that are neither bound symbols nor parameters in scope.
     unbound: BTreeSet<String>,
+    /// (container, C element index) → the scalar of the enclosing vector loop's SIMD
+    /// reduction that writes to that element go to instead.
+    lane_reductions: BTreeMap<(String, String), String>,
 }
 
 impl<'a> Emitter<'a> {
@@ -55,6 +59,7 @@ impl<'a> Emitter<'a> {
             in_region: false,
             nowait: false,
             unbound: BTreeSet::new(),
+            lane_reductions: BTreeMap::new(),
         }
     }
 
@@ -215,13 +220,16 @@ impl<'a> Emitter<'a> {
             self.w.open("{");
         }
         let last = m.params.len().saturating_sub(1);
+        let mut reductions = Vec::new();
         for (j, p) in m.params.iter().enumerate() {
             let var = self.names.fresh("p_", &p.name);
             if j == 0 && parallel_here {
                 self.w.line(self.work_sharing(collapse));
             }
             if j == last && simd {
-                self.w.line("#pragma omp simd");
+                let (opened, clauses) = self.open_lane_reductions(node.id, m)?;
+                reductions = opened;
+                self.w.line(format!("#pragma omp simd{clauses}"));
             }
             if j == last && m.schedule == Schedule::Unrolled {
                 self.w.line("#pragma GCC unroll 16");
@@ -239,6 +247,7 @@ impl<'a> Emitter<'a> {
         let path: Vec<NodeId> = self.levels.iter().map(|l| l.id).collect();
         self.declare_scope(&path);
         self.graph(&m.body)?;
+        let atomic = self.combines_atomic(&reductions)?;
         self.levels.pop();
         if parallel_here {
             self.parallel = None;
@@ -246,7 +255,9 @@ impl<'a> Emitter<'a> {
         for p in &m.params {
             self.params.remove(&p.name);
         }
-        for _ in 0..m.params.len().max(1) {
+        self.w.close();
+        self.close_lane_reductions(reductions, atomic)?;
+        for _ in 1..m.params.len().max(1) {
             self.w.close();
         }
         Ok(())
@@ -270,9 +281,14 @@ impl<'a> Emitter<'a> {
 
     /// `omp simd` promises no dependences between lanes, so it is only emitted when every write
     /// in the body provably goes to a distinct element per value of the innermost parameter.
+    /// Accumulations into an element the lanes share are SIMD reductions (see [`simd`]).
     fn simd_safe(&self, id: NodeId, m: &MapNode) -> bool {
+        let data = self.data;
+        let reductions = simd::lane_writes(m, |n| data.get(n).map(|d| d.dtype));
         match m.params.split_last() {
-            Some((lane, _)) => self.writes_disjoint(id, &m.body, std::slice::from_ref(lane), &[]),
+            Some((lane, _)) => {
+                self.writes_disjoint(id, &m.body, std::slice::from_ref(lane), &[], &reductions)
+            }
             None => false,
         }
     }
@@ -287,25 +303,28 @@ impl<'a> Emitter<'a> {
             .rev()
             .find(|&k| {
                 let rest: Vec<&MapParam> = m.params[k..].iter().collect();
-                self.writes_disjoint(id, &m.body, &m.params[..k], &rest)
+                self.writes_disjoint(id, &m.body, &m.params[..k], &rest, &[])
             })
             .unwrap_or(max)
     }
 
     /// Whether every write in `body` (of map `id`) to a container not private to the map is
     /// disjoint across values of `distributed`; `around` are the map's own parameters that vary
-    /// inside one thread or lane.
+    /// inside one thread or lane. Writes listed in `reduced` (container, subset) are skipped.
     fn writes_disjoint(
         &self,
         id: NodeId,
         body: &Graph,
         distributed: &[MapParam],
         around: &[&MapParam],
+        reduced: &[(String, Subset, Wcr)],
     ) -> bool {
         let mut writes = Vec::new();
         collect_writes(body, &mut around.to_vec(), &mut writes);
+        let skipped = |m: &Memlet| (reduced.iter()).any(|(d, s, _)| *d == m.data && *s == m.subset);
         writes
             .iter()
+            .filter(|(memlet, _)| !skipped(memlet))
             .all(|(memlet, inner)| match self.data.get(&memlet.data) {
                 Some(d) => {
                     d.private_to(id)
@@ -421,12 +440,13 @@ impl<'a> Emitter<'a> {
             }
             let d = self.info(&e.memlet.data)?;
             let flat = self.element_index(node.id, d, &e.memlet.subset)?;
-            let atomic = e.memlet.wcr.is_some() && self.shared_conflict(d, &e.memlet.subset);
+            let (lhs, reduced) = self.target(&e.memlet.data, d.element(&flat), &flat);
+            let atomic =
+                e.memlet.wcr.is_some() && !reduced && self.shared_conflict(d, &e.memlet.subset);
             if let Some((x, y)) =
                 multiply_accumulate(expr, e.memlet.wcr, d.dtype, precision, atomic)
             {
                 let (x, y) = (self.c_texpr(x, &cx), self.c_texpr(y, &cx));
-                let lhs = d.element(&flat);
                 let fma = expr::fma(precision);
                 self.w.line(format!("{lhs} = {fma}({x}, {y}, {lhs});"));
                 continue;
@@ -435,7 +455,7 @@ impl<'a> Emitter<'a> {
                 TExpr::Input(c) if ins[c].1 == d.dtype => ins[c].0.clone(),
                 _ => from_compute(&self.c_texpr(expr, &cx), d.dtype, precision),
             };
-            self.store(d, &flat, e.memlet.wcr, &value, atomic);
+            self.store(d, &lhs, e.memlet.wcr, &value, atomic);
         }
         self.w.close();
         Ok(())
@@ -468,8 +488,8 @@ impl<'a> Emitter<'a> {
         !disjoint_across(subset, &sym_shape(d), &region.params[..k], &inner)
     }
 
-    fn store(&mut self, d: &DataInfo, flat: &str, wcr: Option<Wcr>, value: &str, atomic: bool) {
-        let lhs = d.element(flat);
+    /// Writes `value` to the C lvalue `lhs` (an element of `d`, or a reduction's scalar).
+    fn store(&mut self, d: &DataInfo, lhs: &str, wcr: Option<Wcr>, value: &str, atomic: bool) {
         let tag = expr::tag(d.dtype);
         match wcr {
             None => self.w.line(format!("{lhs} = {value};")),

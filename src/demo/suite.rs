@@ -97,11 +97,14 @@ pub fn conv(cin: i64, cout: i64, size: i64, group: i64, seed: u64) -> Vec<u8> {
             "Conv",
             &["x", "w", "bias"],
             &["y"],
-            vec![
+            // `group` only where it is not ONNX's default 1, as the `onnx` helpers write it.
+            [
                 ("kernel_shape", AttrValue::Ints(vec![3, 3])),
                 ("pads", AttrValue::Ints(vec![1, 1, 1, 1])),
-                ("group", AttrValue::Int(group)),
-            ],
+            ]
+            .into_iter()
+            .chain((group != 1).then_some(("group", AttrValue::Int(group))))
+            .collect(),
         )
         .output("y", [1, cout, size, size])
         .encode()

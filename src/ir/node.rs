@@ -292,6 +292,14 @@ impl Wcr {
         }
     }
 
+    /// Whether accumulations into a `dtype` container may be split into per-lane shares that
+    /// are combined at the end (a SIMD reduction): floats of at least single precision, whose
+    /// reassociation changes only rounding. Narrow floats combine through helpers on bit
+    /// patterns, and integer maxima have no infinity to start from.
+    pub fn reassociable_in(self, dtype: super::DType) -> bool {
+        matches!(dtype, super::DType::F32 | super::DType::F64)
+    }
+
     /// The neutral element, used to initialise accumulators.
     pub fn identity(self) -> f32 {
         match self {

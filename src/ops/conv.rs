@@ -1,12 +1,13 @@
 //! Conv: grouped, strided, dilated, padded convolution over any number of spatial axes (NC…).
 
-use super::support::{element_map, Read};
+use super::support::{element_map, fill_map, params_over, Read};
 use super::window::{
     bias_init_at, conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap,
     tensor_input, Tap, Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
-use crate::ir::{BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
+use crate::ir::DataDesc;
+use crate::ir::{Attr, BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
 
 #[path = "conv_im2col.rs"]
 mod im2col;
@@ -146,16 +147,27 @@ impl Operator for Conv {
         Ok(vec![Tensor::from_f64(x.dtype(), shape, &y)])
     }
 
-    fn expansions(&self) -> &'static [&'static str] {
-        &["pure", "im2col"]
+    fn default_attr(&self, name: &str) -> Option<Attr> {
+        match name {
+            "group" => Some(Attr::Int(1)),
+            "auto_pad" => Some(Attr::Str("NOTSET".into())),
+            _ => None,
+        }
     }
 
-    /// `pure`: see [`direct`]. `im2col`: see [`im2col`].
+    fn expansions(&self) -> &'static [&'static str] {
+        &["pure", "im2col", "padded"]
+    }
+
+    /// `pure`: see [`direct`]. `im2col`: see [`im2col`]. `padded`: [`direct`] over a padded
+    /// copy of X ([`pad_copy`]), so the accumulation reads every window element without a test
+    /// and its innermost output axis vectorizes (depthwise convolutions).
     fn expand(&self, implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        if implementation == "im2col" {
-            return im2col::expand(ctx);
+        match implementation {
+            "im2col" => im2col::expand(ctx),
+            "padded" => direct(ctx, Channels::First, true),
+            _ => direct(ctx, Channels::First, false),
         }
-        direct(ctx, Channels::First)
     }
 
     /// `2·N·M·∏O·(C/group)·∏K`: one multiply and one add per weight per output element.
@@ -281,8 +293,8 @@ impl Channels {
 }
 
 /// The direct expansion in either layout: an init map writing the bias (or zero) into Y, then
-/// [`accumulate`].
-fn direct(ctx: &mut ExpandCtx, layout: Channels) -> Result<(), OpError> {
+/// [`accumulate`] — over a padded copy of X when `padded` and X is padded at all.
+fn direct(ctx: &mut ExpandCtx, layout: Channels, padded: bool) -> Result<(), OpError> {
     let (x, xd) = ctx.input(0)?.clone();
     let (w, wd) = ctx.input(1)?.clone();
     let bias = ctx.inputs.get(2).cloned().flatten();
@@ -304,14 +316,61 @@ fn direct(ctx: &mut ExpandCtx, layout: Channels) -> Result<(), OpError> {
         bias_name,
         layout.channel_axis(yd.shape.len()),
     );
+    let xp =
+        (padded && shape.window.is_padded()).then(|| pad_copy(ctx, &shape.window, &x, &xd, &label));
     let operands = Operands {
-        x: &x,
+        x: xp.as_deref().unwrap_or(&x),
         w: &w,
         x_zero: None,
         w_zero: None,
+        x_padded: xp.is_some(),
     };
     accumulate(ctx.b, &label, &shape, layout, operands, &y);
     Ok(())
+}
+
+/// Appends the copy of channels-first X with its padding written out as zeros, `xp[n, c, p…]`
+/// over [`Window::padded_extents`], and returns its name. It is two maps that vectorize: `xp`
+/// filled with zeros, then X copied into its interior (`xp[n, c, pad + i…] = X[n, c, i…]` over
+/// the input positions some window reads). The maps reading `xp` then read every element
+/// unconditionally and contiguously, with no test for padding per window element.
+pub(super) fn pad_copy(
+    ctx: &mut ExpandCtx,
+    window: &Window,
+    x: &str,
+    xd: &DataDesc,
+    label: &str,
+) -> String {
+    let lead = &xd.shape[..2];
+    let extents = window.padded_extents();
+    let xp_shape: Vec<SymExpr> = lead.iter().cloned().chain(extents.clone()).collect();
+    let xp = ctx
+        .b
+        .transient(&format!("{label}_padded"), xd.dtype, xp_shape.clone());
+    fill_map(ctx.b, &format!("{label}_pad_zero"), &xp, &xp_shape, 0.0);
+    let read: Vec<SymExpr> = (window.axes.iter().zip(&extents))
+        .map(|(a, p)| a.input.clone().min(p - &a.pad_begin).simplify())
+        .collect();
+    let copied: Vec<SymExpr> = lead.iter().cloned().chain(read).collect();
+    let (params, idx) = params_over("i", &copied);
+    let xp_idx = (idx.iter().enumerate())
+        .map(|(d, i)| match d.checked_sub(2) {
+            Some(axis) => (i + &window.axes[axis].pad_begin).simplify(),
+            None => i.clone(),
+        })
+        .collect();
+    let reads = vec![Read::new("x", x, idx)];
+    let pad = format!("{label}_pad");
+    element_map(
+        ctx.b,
+        &pad,
+        &params,
+        reads,
+        (&xp, xp_idx),
+        None,
+        TExpr::input("x"),
+    );
+    xp
 }
 
 /// A zero point container of an expansion: one value (of any rank), or one per output channel.
@@ -337,6 +396,8 @@ pub(super) struct Operands<'a> {
     pub(super) w: &'a str,
     pub(super) x_zero: Option<ZeroPoint<'a>>,
     pub(super) w_zero: Option<ZeroPoint<'a>>,
+    /// X is [`pad_copy`]'s padded copy: windows read it at `o·s + k·d` without a test.
+    pub(super) x_padded: bool,
 }
 
 /// One accumulation map over `(n, [g,] m, o…, c, k…)` adding `(X − x₀)·(W − w₀)` into the
@@ -371,7 +432,13 @@ pub(super) fn accumulate<'a>(
     }
     let m_full = &g * shape.out_per_group() + SymExpr::sym("m");
     let c_full = &g * shape.in_per_group + SymExpr::sym("c");
-    let (x_spatial, inside) = shape.window.read_index(&outs, &ks);
+    let (x_spatial, inside) = if ops.x_padded {
+        let at = (shape.window.axes.iter().zip(&outs).zip(&ks))
+            .map(|((a, o), k)| (o * a.stride + k * a.dilation).simplify());
+        (at.collect(), None)
+    } else {
+        shape.window.read_index(&outs, &ks)
+    };
     let x_idx = [SymExpr::sym("n"), c_full]
         .into_iter()
         .chain(x_spatial)

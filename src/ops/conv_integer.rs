@@ -162,6 +162,7 @@ impl Operator for ConvInteger {
             w: &w,
             x_zero: x0.as_ref().map(|z| zero_point(z, Granularity::Tensor)),
             w_zero: w0.as_ref().map(|z| zero_point(z, granularity)),
+            x_padded: false,
         };
         accumulate(ctx.b, &label, &shape, Channels::First, operands, &y);
         Ok(())
@@ -329,6 +330,7 @@ impl Operator for QLinearConv {
             w: &w.0,
             x_zero: Some(zero_point(&x0, Granularity::Tensor)),
             w_zero: Some(zero_point(&w0, checked.w_zero)),
+            x_padded: false,
         };
         accumulate(b, &label, &shape, Channels::First, operands, &acc);
         let requantize = Requantize {

@@ -97,7 +97,7 @@ impl Operator for NhwcConv {
     }
 
     fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        direct(ctx, Channels::Last)
+        direct(ctx, Channels::Last, false)
     }
 
     fn flops(

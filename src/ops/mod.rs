@@ -76,7 +76,7 @@ pub mod versions;
 mod window;
 
 use crate::ir::build::ScopeBuilder;
-use crate::ir::{DType, DataDesc, LibraryNode, SymExpr, Tensor};
+use crate::ir::{Attr, DType, DataDesc, LibraryNode, SymExpr, Tensor};
 use std::collections::BTreeMap;
 
 /// Type of a tensor flowing between operators.
@@ -242,6 +242,12 @@ pub trait Operator: Sync {
     /// The reference implementation: straightforward, independent of the expansions, computed
     /// in at least the precision of the data type. Used as the oracle for every check.
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError>;
+
+    /// The value ONNX gives attribute `name` when a node omits it, where the operator declares
+    /// one: a pattern's `op Conv[group = 1]` matches a Conv that leaves `group` out.
+    fn default_attr(&self, _name: &str) -> Option<Attr> {
+        None
+    }
 
     /// Names of the available expansions; the first is the default.
     fn expansions(&self) -> &'static [&'static str] {

@@ -273,6 +273,21 @@ impl Window {
         (idx, inside)
     }
 
+    /// Whether some window reaches into the padding (then [`Window::read_index`] tests for it).
+    pub fn is_padded(&self) -> bool {
+        (self.axes.iter()).any(|a| !a.stays_within(&SymExpr::Int(0), &a.input))
+    }
+
+    /// The extents of a zero-padded copy of the input from which every window reads without
+    /// clamping: per axis `(output − 1)·stride + (kernel − 1)·dilation + 1`, the begin padding
+    /// included and end padding that no window reaches left out. Window element `k` of output
+    /// `o` sits at `o·stride + k·dilation` in it.
+    pub fn padded_extents(&self) -> Vec<SymExpr> {
+        (self.axes.iter())
+            .map(|a| ((&a.output - 1) * a.stride + (&a.kernel - 1) * a.dilation + 1).simplify())
+            .collect()
+    }
+
     /// How many window elements of output position `outs` an average divides by: those inside
     /// the input, or with `include_pad` every element of the window — ONNX pads the ceil-mode
     /// overhang with the same zeros as the explicit padding, so every window counts whole.

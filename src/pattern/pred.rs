@@ -97,8 +97,11 @@ pub(crate) fn test<'a>(pred: &Pred, node: &'a Node, p: &'a Program) -> Result<()
         },
         Pred::Attr(name, value) => match &node.kind {
             NodeKind::Library(l) => {
-                let got = l.attrs.get(name);
-                ok_if(got == Some(value), Seen::Attr(got))
+                let default = || crate::ops::lookup(&l.op)?.default_attr(name);
+                match l.attrs.get(name) {
+                    Some(got) => ok_if(got == value, Seen::Attr(Some(got))),
+                    None => ok_if(default().as_ref() == Some(value), Seen::Attr(None)),
+                }
             }
             _ => Err(wrong_kind()),
         },

@@ -35,6 +35,13 @@ const fn f(
 pub const BUILTINS: &[Builtin] = &[
     f("bytes", &[], 0, &[], "bytes moved by the current program"),
     f(
+        "contraction",
+        &["map"],
+        1,
+        &[],
+        "whether a map sums products of two operands over a reduction, as a matrix product does (`A[i, k] · B[k, j]`)",
+    ),
+    f(
         "dmd",
         &[],
         0,

@@ -6,7 +6,7 @@ use crate::{
     rejected,
 };
 use dmove::ir::build::{In, Out};
-use dmove::ir::{DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr};
+use dmove::ir::{DType, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr};
 use dmove::transform::{ParamValue, Params};
 
 /// `C[i, j] = X[i, j] * 2` over a map whose innermost parameter is `i` (column-wise walk).
@@ -60,16 +60,20 @@ fn vectorize_refuses_a_strided_lane_naming_the_stride() {
     );
 }
 
-/// `Y[i] (+)= X[i, j]`: a row sum whose innermost parameter is the reduction.
-fn row_sum() -> Program {
-    let mut p = Program::new("rowsum");
-    common::declare(&mut p, "X", &[3, 16], DataKind::Input);
-    common::declare(&mut p, "Y", &[3], DataKind::Output);
+/// `Y[y] ⊕= X[i, j]` over a `rows` × 16 `X` of `dtype`, combined by `wcr`: a reduction whose
+/// innermost parameter `j` is reduced, into element `y` of a `Y` of `outputs` elements.
+fn reduction(rows: i64, outputs: i64, y: SymExpr, dtype: DType, wcr: Wcr) -> Program {
+    let mut p = Program::new("reduction");
+    common::declare(&mut p, "X", &[rows, 16], DataKind::Input);
+    common::declare(&mut p, "Y", &[outputs], DataKind::Output);
+    for name in ["X", "Y"] {
+        p.data.get_mut(name).expect("declared").dtype = dtype;
+    }
     let s = SymExpr::sym;
     p.build(|b| {
         b.map(
             "sum",
-            vec![("i", Range::upto(3)), ("j", Range::upto(16))],
+            vec![("i", Range::upto(rows)), ("j", Range::upto(16))],
             Schedule::Sequential,
             |b| {
                 b.tasklet(
@@ -78,8 +82,8 @@ fn row_sum() -> Program {
                     vec![Out(
                         "y",
                         "Y",
-                        Subset::element([s("i")]),
-                        Some(Wcr::Sum),
+                        Subset::element([y]),
+                        Some(wcr),
                         TExpr::input("x"),
                     )],
                 );
@@ -89,14 +93,55 @@ fn row_sum() -> Program {
     p
 }
 
+/// `Y[i] ⊕= X[i, j]` over a 3 × 16 `X`.
+fn row_reduction(dtype: DType, wcr: Wcr) -> Program {
+    reduction(3, 3, SymExpr::sym("i"), dtype, wcr)
+}
+
 #[test]
-fn vectorize_refuses_a_reduction_over_the_lane() {
-    let mut p = row_sum();
+fn vectorize_runs_a_float_reduction_over_the_lane_as_a_simd_reduction() {
+    for (wcr, clause) in [
+        (Wcr::Sum, "reduction(+:"),
+        (Wcr::Max, "reduction(max:"),
+        (Wcr::Min, "reduction(min:"),
+    ] {
+        let mut p = row_reduction(DType::F32, wcr);
+        let id = map_id(&p, "sum");
+        apply_checked(&mut p, "Vectorize", &[id], &Params::new());
+        let source = compiled_matches_interpreter(&p);
+        assert!(
+            source.contains(&format!("#pragma omp simd {clause}")),
+            "{source}"
+        );
+    }
+}
+
+#[test]
+fn a_simd_reduction_under_threads_that_share_its_element_combines_atomically() {
+    // Y[0] += X[i, j] over every (i, j): rows in parallel, each row's lanes a SIMD reduction.
+    let mut p = reduction(64, 1, SymExpr::Int(0), DType::F32, Wcr::Sum);
+    let id = map_id(&p, "sum");
+    let split = params(&[("split", ParamValue::Int(1))]);
+    apply_checked(&mut p, "MapExpansion", &[id], &split);
+    let no_threshold = params(&[("min_work", ParamValue::Int(0))]);
+    apply_checked(&mut p, "Parallelize", &[id], &no_threshold);
+    let inner = map_id(&p, "sum_inner");
+    apply_checked(&mut p, "Vectorize", &[inner], &Params::new());
+    let source = compiled_matches_interpreter(&p);
+    let combine = source
+        .find("#pragma omp atomic")
+        .expect("an atomic combine");
+    assert!(source[combine..].contains("+= dm_lanes"), "{source}");
+}
+
+#[test]
+fn vectorize_refuses_an_integer_reduction_over_the_lane() {
+    let mut p = row_reduction(DType::I32, Wcr::Sum);
     let id = map_id(&p, "sum");
     let why = refused(&mut p, "Vectorize", &[id], &Params::new(), id);
     assert_eq!(
         why,
-        "every lane of `j` writes Y[i]: lanes would collide (the backend emits no SIMD reduction)"
+        "every lane of `j` writes Y[i]: lanes would collide (a SIMD reduction needs f32 or f64 elements and a body that does not read them)"
     );
 }
 

@@ -59,11 +59,24 @@ fn expand_with_im2col_builds_a_column_buffer_and_a_gemm() {
     let step = applied(&mut p, "Expand", &[c], &im2col());
     assert_eq!(step.touched[0], c);
     assert!(ops(&p).is_empty());
-    assert_eq!(map_labels(&p), ["conv_init", "conv_im2col", "conv_gemm"]);
-    // col: [n, c, k0, k1, o0, o1] = [1, 2, 3, 3, 4, 4], a transient.
+    assert_eq!(
+        map_labels(&p),
+        [
+            "conv_weights",
+            "conv_pad_zero",
+            "conv_pad",
+            "conv_im2col",
+            "conv_init",
+            "conv_gemm",
+            "conv_output"
+        ]
+    );
+    // col: [n, c·k0·k1, o0·o1] = [1, 2·3·3, 4·4] and wmat: [m, c·k0·k1], transients.
     let col = &p.data["conv_col"];
-    assert_eq!(col.static_shape(), Some(vec![1, 2, 3, 3, 4, 4]));
+    assert_eq!(col.static_shape(), Some(vec![1, 18, 16]));
     assert_eq!(col.kind, dmove::ir::DataKind::Transient);
+    assert_eq!(p.data["conv_wmat"].static_shape(), Some(vec![3, 18]));
+    assert_eq!(p.data["conv_ymat"].static_shape(), Some(vec![1, 3, 16]));
     same_results(&original, &p);
 
     // Without a parameter the operator's default (the direct loop nest) is used.
@@ -80,7 +93,7 @@ fn expand_refuses_unknown_implementations_and_non_library_nodes() {
     let e = rejected(&mut p, "Expand", &[c], &winograd);
     assert_eq!(
         e,
-        "Expand: parameter `impl` expects an implementation of the operator, found `winograd`; this operator's implementations are pure, im2col"
+        "Expand: parameter `impl` expects an implementation of the operator, found `winograd`; this operator's implementations are pure, im2col, padded"
     );
 
     let mut p = single_op_program("Relu", BTreeMap::new(), &[ty(&[3])], &[]).expect("relu");
@@ -108,18 +121,20 @@ fn expand_refuses_unknown_implementations_and_non_library_nodes() {
     );
 }
 
-/// Expands the Conv of `p` with im2col and compares with the reference on random inputs.
-fn im2col_matches(p: &Program, seed: u64) {
+/// Expands the Conv of `p` with `implementation` and compares with the reference on random
+/// inputs.
+fn expansion_matches(p: &Program, implementation: &str, seed: u64) {
     let mut lowered = p.clone();
     let id = node(p, "Conv", 0);
-    expand_node(&mut lowered, id, Some("im2col")).expect("expands");
+    expand_node(&mut lowered, id, Some(implementation)).expect("expands");
     validate(&lowered).expect("valid");
     let inputs = random_inputs(p, seed).expect("inputs");
-    same_outputs(p, &lowered, &inputs).expect("im2col matches the reference");
+    same_outputs(p, &lowered, &inputs)
+        .unwrap_or_else(|e| panic!("{implementation} differs from the reference: {e}"));
 }
 
 #[test]
-fn im2col_matches_the_reference_on_awkward_convolutions() {
+fn im2col_and_padded_match_the_reference_on_awkward_convolutions() {
     let ints = |v: &[i64]| Attr::Ints(v.to_vec());
     let cases: Vec<ConvCase> = vec![
         // Grouped, strided, dilated, asymmetric padding, batch 2, bias.
@@ -163,6 +178,7 @@ fn im2col_matches_the_reference_on_awkward_convolutions() {
     ];
     for (seed, (x, w, b, attrs)) in cases.into_iter().enumerate() {
         let p = conv(&x, &w, b, &attrs);
-        im2col_matches(&p, seed as u64);
+        expansion_matches(&p, "im2col", seed as u64);
+        expansion_matches(&p, "padded", seed as u64);
     }
 }

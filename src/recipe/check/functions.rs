@@ -73,7 +73,7 @@ fn result<'a>(
     let list = |t: Ty<'a>| Ty::List(Box::new(t));
     match b.name {
         "bytes" | "dmd" | "time" => Ty::Float,
-        "exists" => Ty::Bool,
+        "contraction" | "exists" => Ty::Bool,
         "extent" | "len" | "longest" | "output_params" | "params" | "reductions" | "uses" => {
             Ty::Int
         }

@@ -14,7 +14,7 @@ use crate::recipe::ast::{self, Expr, ExprKind};
 use crate::recipe::builtins::Builtin;
 use crate::recipe::resolve::{self, Callee};
 use crate::recipe::Diagnostic;
-use crate::transform::queries::{longest_param, loop_order, reduction_params};
+use crate::transform::queries::{is_contraction, longest_param, loop_order, reduction_params};
 
 /// Repetitions of `time()` and `baseline.time` (the median is taken).
 const TIME_REPS: usize = 5;
@@ -276,6 +276,10 @@ impl Interp<'_> {
                 *slot = v;
                 Ok(Value::List(list))
             }
+            "contraction" => {
+                let (id, at) = self.map_arg(arg(0))?;
+                Ok(Value::Bool(is_contraction(self.map_of(id, at)?, self.p)))
+            }
             "reductions" => {
                 let (id, at) = self.map_arg(arg(0))?;
                 let count = reduction_params(self.map_of(id, at)?, self.p);
@@ -432,6 +436,11 @@ mod tests {
     /// One call of every built-in on the matmul fixture, with what it prints.
     const CALLS: &[(&str, &str, &str)] = &[
         ("bytes", "bytes() > 0", "true"),
+        (
+            "contraction",
+            "[contraction(maps()[1]), contraction(maps()[0])]",
+            "[true, false]",
+        ),
         ("dmd", "dmd() > 0", "true"),
         ("exists", "exists(maps()[0])", "true"),
         ("extent", "extent(maps()[1], 2)", "4"),

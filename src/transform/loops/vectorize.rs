@@ -9,13 +9,14 @@
 //! else is a gather or scatter that `omp simd` would only slow down. Lanes run in lock step, so
 //! they must also be independent: every write goes to a distinct element per lane and nothing a
 //! lane writes is read by another (`check::race`). Only innermost maps (bodies of tasklets) are
-//! vectorized, and a resolved reduction over the lane parameter is refused: the backend emits no
-//! `omp simd reduction`.
+//! vectorized. An accumulation (write-conflict resolution) into an element all lanes share is a
+//! SIMD reduction: each lane accumulates its share and the backend combines them at the end
+//! (`omp simd reduction`), for f32 and f64 elements the body does not also read.
 
 use crate::check::race::parallel_conflict;
 use crate::ir::{DataDesc, Dim, MapNode, Memlet, Schedule, Storage, SymExpr};
 use crate::transform::support::maps::{
-    first_nested_map, private_to_body, set_schedule, tasklet_accesses,
+    first_nested_map, private_to_body, set_schedule, tasklet_accesses, ElementAccess,
 };
 use crate::transform::{
     expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
@@ -80,12 +81,16 @@ impl Transformation for Vectorize {
                 format!("the body contains map {inner}: only innermost maps are vectorized"),
             ));
         }
-        for access in tasklet_accesses(&map.body) {
+        let accesses = tasklet_accesses(&map.body);
+        for access in &accesses {
             // Local and register containers used only inside the map are private to each lane.
             let storage = p.data.get(&access.memlet.data).map(|d| d.storage);
             if storage != Some(Storage::Global)
                 && private_to_body(p, &map.body, &access.memlet.data)
             {
+                continue;
+            }
+            if lane_reduction(access, &accesses, &lane.name, &p.data) {
                 continue;
             }
             legality.holds(
@@ -107,6 +112,26 @@ impl Transformation for Vectorize {
             set_schedule(&Vectorize, p, id, Schedule::Vector, 0)
         }))
     }
+}
+
+/// Whether `access` accumulates into an element every lane shares, which the backend runs as
+/// a SIMD reduction (each lane sums its share, the shares are combined at the end): a float
+/// write-conflict resolution that does not depend on `lane`, into a container the body does
+/// not read.
+fn lane_reduction(
+    access: &ElementAccess,
+    all: &[ElementAccess],
+    lane: &str,
+    data: &BTreeMap<String, DataDesc>,
+) -> bool {
+    let m = access.memlet;
+    let Some(desc) = data.get(&m.data) else {
+        return false;
+    };
+    access.write
+        && m.wcr.is_some_and(|w| w.reassociable_in(desc.dtype))
+        && !m.subset.free_symbols().iter().any(|s| s == lane)
+        && !all.iter().any(|a| !a.write && a.memlet.data == m.data)
 }
 
 /// Whether one element access is a broadcast or a unit-stride access in `lane`; a write must
@@ -158,7 +183,7 @@ fn contiguous(
             m.data,
             m.subset,
             if m.wcr.is_some() {
-                " (the backend emits no SIMD reduction)"
+                " (a SIMD reduction needs f32 or f64 elements and a body that does not read them)"
             } else {
                 ""
             }
