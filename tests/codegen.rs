@@ -3,6 +3,8 @@
 
 #[path = "codegen/errors.rs"]
 mod errors;
+#[path = "codegen/math.rs"]
+mod math;
 #[path = "codegen/region.rs"]
 mod region;
 #[path = "codegen/support.rs"]
