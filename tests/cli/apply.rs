@@ -129,7 +129,7 @@ fn an_applied_step_reports_site_parameters_and_every_check() {
         d,
         &["mlp.ir", "-t", "Parallelize", "--at", "n19", "-o", "c.ir"],
     );
-    assert_eq!(r.step, "Parallelize at n19 (min_work=16384)");
+    assert_eq!(r.step, "Parallelize at n19 (min_work=262144)");
     assert_checked(&r);
     // The written IR loads again and carries the rewrite.
     let o = dmove(&["import", "b.ir"], d);
@@ -180,7 +180,7 @@ fn without_an_output_file_the_ir_goes_to_standard_output() {
     let ir = stdout(&o);
     assert!(ir.starts_with("program \"mlp\""), "{ir}");
     assert!(ir.contains("n19 map \"proj_acc\""), "{ir}");
-    assert!(stderr(&o).starts_with("applied Parallelize at n19 (min_work=16384); checks: "));
+    assert!(stderr(&o).starts_with("applied Parallelize at n19 (min_work=262144); checks: "));
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn lowered_layers_are_reported_with_the_users_reason() {
             "c.ir",
         ],
     );
-    assert_eq!(r.step, "Parallelize at n19 (min_work=16384)");
+    assert_eq!(r.step, "Parallelize at n19 (min_work=262144)");
     assert_eq!(r.checks.len(), 3, "{:?}", r.checks);
     assert_eq!(r.checks[0], "structural");
     assert!(r.checks[1].starts_with("legality ("), "{:?}", r.checks);

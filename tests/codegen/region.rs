@@ -338,10 +338,10 @@ fn parallelized(min_work: Option<i64>, tile: Option<i64>) -> (Program, u64) {
 #[test]
 fn a_map_below_min_work_runs_on_one_thread() {
     let (p, min_work) = parallelized(None, None);
-    assert_eq!(min_work, 16384, "the default threshold");
+    assert_eq!(min_work, 262_144, "the default threshold");
     let c = build(&p);
     assert!(pragmas(&c).is_empty(), "{:?}", pragmas(&c));
-    assert!(c.source().contains("estimated work below min_work 16384"));
+    assert!(c.source().contains("estimated work below min_work 262144"));
     let x = values(N as usize, 5);
     check_threads(&c, &x, &[("Y", x.iter().map(|v| v * 2.0).collect())]);
 

@@ -10,9 +10,10 @@
 //!
 //! `min_work` is recorded on the map: where its estimated work (iterations times tasklets per
 //! iteration, `MapNode::work`) is below it, the generated code runs it on one thread, because
-//! handing out a loop and waiting at its barrier costs microseconds and a small map is done
-//! sooner alone. The default, 16384, is several times that cost at roughly a nanosecond per
-//! tasklet; 0 parallelizes whatever the size.
+//! handing out a loop and waiting at its barrier costs microseconds (a sleeping thread's wake,
+//! up to a tenth of a millisecond on a virtual machine) and a small map is done sooner alone.
+//! The default, 262144, is about that cost at roughly a nanosecond per tasklet; 0 parallelizes
+//! whatever the size.
 
 use crate::check::race::parallel_conflict;
 use crate::ir::{Graph, NodeId, NodeKind, Schedule};
