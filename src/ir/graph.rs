@@ -291,8 +291,8 @@ impl Graph {
         best
     }
 
-    /// The work of one execution of this scope: tasklets run plus elements copied, nested maps
-    /// counting their body once per iteration. `None` when a trip count is not a constant
+    /// The work of one execution of this scope: tasklets run (weighted by [`Tasklet::work`])
+    /// plus elements copied, nested maps counting their body once per iteration. `None` when a trip count is not a constant
     /// (bind symbols first).
     pub fn work(&self) -> Option<u64> {
         self.work_in(&mut SymEnv::new())
@@ -302,7 +302,7 @@ impl Graph {
     pub(crate) fn work_in(&self, outer: &mut SymEnv) -> Option<u64> {
         self.g.node_indices().try_fold(0u64, |total, idx| {
             let here = match &self.g[idx].kind {
-                NodeKind::Tasklet(_) => 1,
+                NodeKind::Tasklet(t) => t.work(),
                 NodeKind::Map(m) => m.work_in(outer)?,
                 NodeKind::Access(_) => {
                     let mut copied = 0u64;

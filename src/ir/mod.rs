@@ -23,6 +23,7 @@ pub use data::{DType, DataDesc, DataKind, Storage};
 pub use graph::{Graph, Program};
 pub use node::{
     Attr, LibraryNode, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Tasklet, Wcr,
+    CALL_WORK,
 };
 pub use subset::{Dim, Range, Subset};
 pub use sym::{SymEnv, SymError, SymExpr};

@@ -3,7 +3,7 @@
 use super::graph::Graph;
 use super::subset::{Range, Subset};
 use super::sym::SymEnv;
-use super::texpr::TExpr;
+use super::texpr::{BinOp, TExpr, UnOp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -246,6 +246,39 @@ pub struct Tasklet {
     pub inputs: Vec<String>,
     pub outputs: Vec<(String, TExpr)>,
 }
+
+impl Tasklet {
+    /// The estimated work of one execution: 1, plus [`CALL_WORK`] for every transcendental
+    /// function or power it evaluates (a GELU's `erf`, a Softmax's `exp`), which costs about as
+    /// much as that many arithmetic operations. Schedules compare it with `min_work`.
+    pub fn work(&self) -> u64 {
+        let mut calls = 0u64;
+        for (_, e) in &self.outputs {
+            e.visit(&mut |x| {
+                let costly = match x {
+                    TExpr::Unary(op, _) => !matches!(
+                        op,
+                        UnOp::Neg
+                            | UnOp::Not
+                            | UnOp::Abs
+                            | UnOp::Floor
+                            | UnOp::Ceil
+                            | UnOp::Recip
+                            | UnOp::Round
+                            | UnOp::Sqrt
+                    ),
+                    TExpr::Binary(op, _, _) => matches!(op, BinOp::Pow | BinOp::Fmod),
+                    _ => false,
+                };
+                calls += u64::from(costly);
+            });
+        }
+        1 + CALL_WORK * calls
+    }
+}
+
+/// The work a tasklet's transcendental function call adds (see [`Tasklet::work`]).
+pub const CALL_WORK: u64 = 8;
 
 /// How concurrent or repeated writes to the same element combine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -6,7 +6,9 @@
 use super::support::{assert_close, at, bin, build, input, program, s, values};
 use dmove::codegen::Compiled;
 use dmove::ir::build::{In, Out, ScopeBuilder};
-use dmove::ir::{BinOp, DataKind, NodeKind, Program, Range, Schedule, SymExpr, TExpr, Tensor};
+use dmove::ir::{
+    BinOp, DataKind, NodeKind, Program, Range, Schedule, SymExpr, TExpr, Tensor, UnOp,
+};
 use dmove::transform::engine::{apply, Checks};
 use dmove::transform::{lookup, ParamValue, Params};
 use std::collections::BTreeMap;
@@ -371,4 +373,19 @@ fn a_tiled_map_is_estimated_by_its_first_tile() {
     assert!(pragmas(&c).is_empty(), "{:?}", pragmas(&c));
     let x = values(N as usize, 6);
     check_threads(&c, &x, &[("Y", x.iter().map(|v| v * 2.0).collect())]);
+}
+
+#[test]
+fn a_transcendental_call_weighs_as_several_operations_in_the_estimated_work() {
+    let t = |e: TExpr| dmove::ir::Tasklet {
+        inputs: vec!["x".into()],
+        outputs: vec![("y".into(), e)],
+    };
+    let x = || TExpr::input("x");
+    assert_eq!(t(x()).work(), 1);
+    assert_eq!(t(TExpr::unary(UnOp::Abs, x())).work(), 1);
+    let exp = TExpr::unary(UnOp::Exp, x());
+    assert_eq!(t(exp.clone()).work(), 1 + dmove::ir::CALL_WORK);
+    let gelu_like = TExpr::binary(BinOp::Mul, x(), TExpr::unary(UnOp::Erf, exp));
+    assert_eq!(t(gelu_like).work(), 1 + 2 * dmove::ir::CALL_WORK);
 }
