@@ -229,6 +229,55 @@ pub fn parallel_conflict(map: &MapNode, p: &Program) -> Option<String> {
     None
 }
 
+/// One accumulation of a vector map that its lanes share: a SIMD reduction (see
+/// [`lane_reductions`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaneReduction {
+    pub data: String,
+    pub subset: Subset,
+    pub wcr: Wcr,
+}
+
+/// The writes of the tasklets directly in `m`'s body that every value of its last parameter
+/// (the lanes) makes to the same element and that can run as a SIMD reduction, each lane
+/// accumulating a share combined at the end: a write-conflict resolution reassociable in the
+/// container's type (`dtype` gives it; `Wcr::reassociable_in`), into a container the body does
+/// not also read (a lane would see a partial value). `Vectorize` admits these writes and the C
+/// backend emits them as `omp simd reduction`; both ask here.
+pub fn lane_reductions(
+    m: &MapNode,
+    dtype: impl Fn(&str) -> Option<crate::ir::DType>,
+) -> Vec<LaneReduction> {
+    let Some(lane) = m.params.last() else {
+        return Vec::new();
+    };
+    let g = &m.body;
+    let tasklets =
+        || (g.node_indices()).filter(|&i| matches!(g.node(i).kind, NodeKind::Tasklet(_)));
+    let read: std::collections::BTreeSet<&str> = tasklets()
+        .flat_map(|i| g.in_edges(i))
+        .map(|e| e.memlet.data.as_str())
+        .collect();
+    let mut out = Vec::new();
+    for e in tasklets().flat_map(|i| g.out_edges(i)) {
+        let memlet = e.memlet;
+        let reassociable = |w: &Wcr| dtype(&memlet.data).is_some_and(|d| w.reassociable_in(d));
+        let Some(wcr) = memlet.wcr.filter(reassociable) else {
+            continue;
+        };
+        if !memlet.subset.free_symbols().contains(&lane.name)
+            && !read.contains(memlet.data.as_str())
+        {
+            out.push(LaneReduction {
+                data: memlet.data.clone(),
+                subset: memlet.subset.clone(),
+                wcr,
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

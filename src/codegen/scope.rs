@@ -8,7 +8,7 @@ use super::expr::{self, ctype, flat, from_compute, to_compute, TaskletC, WindowC
 use super::names::{comment_text, Names};
 use super::writer::Writer;
 use super::{CodegenError, Unlowered};
-use crate::check::race::disjoint_across;
+use crate::check::race::{disjoint_across, LaneReduction};
 use crate::ir::{
     BinOp, DType, Dim, Graph, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Precision,
     Schedule, Subset, SymExpr, TExpr, Tasklet, Wcr,
@@ -199,7 +199,11 @@ impl<'a> Emitter<'a> {
         } else {
             0
         };
-        let simd = m.schedule == Schedule::Vector && self.simd_safe(node.id, m);
+        let mut lane_reductions = match m.schedule {
+            Schedule::Vector => simd::of(m, self.data),
+            _ => Vec::new(),
+        };
+        let simd = m.schedule == Schedule::Vector && self.simd_safe(node.id, m, &lane_reductions);
         self.w.line(format!(
             "/* {} map {} ({}) */",
             node.id,
@@ -227,7 +231,8 @@ impl<'a> Emitter<'a> {
                 self.w.line(self.work_sharing(collapse));
             }
             if j == last && simd {
-                let (opened, clauses) = self.open_lane_reductions(node.id, m)?;
+                let writes = std::mem::take(&mut lane_reductions);
+                let (opened, clauses) = self.open_lane_reductions(node.id, writes)?;
                 reductions = opened;
                 self.w.line(format!("#pragma omp simd{clauses}"));
             }
@@ -282,12 +287,10 @@ impl<'a> Emitter<'a> {
     /// `omp simd` promises no dependences between lanes, so it is only emitted when every write
     /// in the body provably goes to a distinct element per value of the innermost parameter.
     /// Accumulations into an element the lanes share are SIMD reductions (see [`simd`]).
-    fn simd_safe(&self, id: NodeId, m: &MapNode) -> bool {
-        let data = self.data;
-        let reductions = simd::lane_writes(m, |n| data.get(n).map(|d| d.dtype));
+    fn simd_safe(&self, id: NodeId, m: &MapNode, reductions: &[LaneReduction]) -> bool {
         match m.params.split_last() {
             Some((lane, _)) => {
-                self.writes_disjoint(id, &m.body, std::slice::from_ref(lane), &[], &reductions)
+                self.writes_disjoint(id, &m.body, std::slice::from_ref(lane), &[], reductions)
             }
             None => false,
         }
@@ -310,18 +313,19 @@ impl<'a> Emitter<'a> {
 
     /// Whether every write in `body` (of map `id`) to a container not private to the map is
     /// disjoint across values of `distributed`; `around` are the map's own parameters that vary
-    /// inside one thread or lane. Writes listed in `reduced` (container, subset) are skipped.
+    /// inside one thread or lane. The SIMD reductions in `reduced` are skipped.
     fn writes_disjoint(
         &self,
         id: NodeId,
         body: &Graph,
         distributed: &[MapParam],
         around: &[&MapParam],
-        reduced: &[(String, Subset, Wcr)],
+        reduced: &[LaneReduction],
     ) -> bool {
         let mut writes = Vec::new();
         collect_writes(body, &mut around.to_vec(), &mut writes);
-        let skipped = |m: &Memlet| (reduced.iter()).any(|(d, s, _)| *d == m.data && *s == m.subset);
+        let skipped =
+            |m: &Memlet| (reduced.iter()).any(|r| r.data == m.data && r.subset == m.subset);
         writes
             .iter()
             .filter(|(memlet, _)| !skipped(memlet))

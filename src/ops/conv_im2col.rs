@@ -20,20 +20,11 @@
 
 use super::ConvShape;
 use crate::ir::{BinOp, Range, SymExpr, TExpr, Wcr};
-use crate::ops::support::{element_map, Read};
+use crate::ops::support::{element_map, params_over, Read};
 use crate::ops::{ExpandCtx, OpError};
 
 /// Index names with their ranges.
 type Axes = Vec<(String, Range)>;
-
-/// `prefix0 … prefixR-1` over `extents`.
-fn axes(prefix: &str, extents: impl IntoIterator<Item = SymExpr>) -> Axes {
-    extents
-        .into_iter()
-        .enumerate()
-        .map(|(d, e)| (format!("{prefix}{d}"), Range::upto(e)))
-        .collect()
-}
 
 fn syms(axes: &[(String, Range)]) -> Vec<SymExpr> {
     axes.iter().map(|(n, _)| SymExpr::sym(n.as_str())).collect()
@@ -66,11 +57,10 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     )?;
     let label = ctx.label.clone();
     let window = &shape.window;
-    let kernel = axes("k", window.axes.iter().map(|a| a.kernel.clone()));
-    let output = axes("o", window.axes.iter().map(|a| a.output.clone()));
+    let (kernel, ks) = params_over("k", &window.kernel_shape());
+    let (output, os) = params_over("o", &window.output_shape());
     let (k_at, k_volume) = linear(&kernel);
     let (o_at, o_volume) = linear(&output);
-    let (ks, os) = (syms(&kernel), syms(&output));
     let channel = ("c".to_string(), Range::upto(shape.in_per_group));
     let c = SymExpr::sym("c");
     let row = (c.clone() * &k_volume + k_at).simplify();

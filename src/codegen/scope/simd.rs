@@ -2,10 +2,10 @@
 //! its outer parameters (LayerNorm's mean, Softmax's sum and maximum).
 //!
 //! ```c
-//! float dm_r0 = 0.0f;                      // the reduction's identity
-//! #pragma omp simd reduction(+:dm_r0)
-//! for (j = 0; j < N; j += 1) { dm_r0 = fmaf(x[i*N+j], c, dm_r0); }
-//! d_mean[i] += dm_r0;                      // combined once, atomically where threads share it
+//! float dm_lanes = 0;                       // the reduction's identity
+//! #pragma omp simd reduction(+:dm_lanes)
+//! for (j = 0; j < N; j += 1) { dm_lanes = fmaf(x[i*N+j], c, dm_lanes); }
+//! d_mean[i] += dm_lanes;                    // combined once, atomically where threads share it
 //! ```
 //! Each lane sums its own share and the shares are combined at the end: a reassociation, which
 //! is why `Vectorize` accepts such a map only for float accumulations and the engine's numerics
@@ -14,59 +14,26 @@
 //! from −∞ no lane's share is NaN, so `reduction(max:…)` combines shares the same way.
 
 use super::Emitter;
+use crate::check::race;
+use crate::codegen::emit::DataInfo;
 use crate::codegen::expr::ctype;
 use crate::codegen::CodegenError;
-use crate::ir::{DType, MapNode, NodeKind, Subset, Wcr};
+use crate::ir::{MapNode, Wcr};
+use std::collections::BTreeMap;
 
-/// One accumulation of a vector map into an element that does not depend on its lanes.
-pub(super) struct LaneReduction {
-    data: String,
-    subset: Subset,
-    wcr: Wcr,
+/// A [`race::LaneReduction`] being emitted: where its element is and the scalar the lanes
+/// accumulate into.
+pub(super) struct Open {
+    reduction: race::LaneReduction,
     /// The C index of the element, computed before the lane loop opens.
     flat: String,
-    /// The scalar each lane accumulates into.
     var: String,
 }
 
-/// The accumulations of vector map `m` (tasklets directly in its body) into elements that do
-/// not depend on its last parameter, the lanes: writes with a reducible write-conflict
-/// resolution into a container the body does not otherwise read.
-pub(super) fn lane_writes(
-    m: &MapNode,
-    dtype: impl Fn(&str) -> Option<DType>,
-) -> Vec<(String, Subset, Wcr)> {
-    let Some(lane) = m.params.last() else {
-        return Vec::new();
-    };
-    let g = &m.body;
-    let mut out = Vec::new();
-    for idx in g.node_indices() {
-        if !matches!(g.node(idx).kind, NodeKind::Tasklet(_)) {
-            continue;
-        }
-        for e in g.out_edges(idx) {
-            let memlet = e.memlet;
-            let Some(d) = dtype(&memlet.data) else {
-                continue;
-            };
-            let read_too = (g.node_indices())
-                .filter(|&i| matches!(g.node(i).kind, NodeKind::Access(_)))
-                .flat_map(|i| g.out_edges(i))
-                .any(|r| r.memlet.data == memlet.data);
-            if memlet.wcr.is_some_and(|w| w.reassociable_in(d))
-                && !memlet.subset.free_symbols().contains(&lane.name)
-                && !read_too
-            {
-                out.push((
-                    memlet.data.clone(),
-                    memlet.subset.clone(),
-                    memlet.wcr.expect("reducible"),
-                ));
-            }
-        }
-    }
-    out
+/// The SIMD reductions of vector map `m` ([`race::lane_reductions`]), over the emitter's
+/// element types.
+pub(super) fn of(m: &MapNode, data: &BTreeMap<String, DataInfo>) -> Vec<race::LaneReduction> {
+    race::lane_reductions(m, |n| data.get(n).map(|d| d.dtype))
 }
 
 impl Emitter<'_> {
@@ -76,15 +43,14 @@ impl Emitter<'_> {
     pub(super) fn open_lane_reductions(
         &mut self,
         id: crate::ir::NodeId,
-        m: &MapNode,
-    ) -> Result<(Vec<LaneReduction>, String), CodegenError> {
-        let data = self.data;
-        let writes = lane_writes(m, |n| data.get(n).map(|d| d.dtype));
+        writes: Vec<race::LaneReduction>,
+    ) -> Result<(Vec<Open>, String), CodegenError> {
         let mut reductions = Vec::new();
         let mut clauses = String::new();
-        for (name, subset, wcr) in writes {
-            let d = self.info(&name)?;
-            let flat = self.element_index(id, d, &subset)?;
+        for reduction in writes {
+            let d = self.info(&reduction.data)?;
+            let flat = self.element_index(id, d, &reduction.subset)?;
+            let wcr = reduction.wcr;
             let var = self.names.fresh("dm_", "lanes");
             let identity = match wcr {
                 Wcr::Sum => "0",
@@ -101,45 +67,41 @@ impl Emitter<'_> {
                 Wcr::Min => "min",
             };
             clauses.push_str(&format!(" reduction({op}:{var})"));
-            reductions.push(LaneReduction {
-                data: name,
-                subset,
-                wcr,
+            let key = (reduction.data.clone(), flat.clone());
+            self.lane_reductions.insert(key, var.clone());
+            reductions.push(Open {
+                reduction,
                 flat,
                 var,
             });
         }
-        self.lane_reductions.extend(
-            reductions
-                .iter()
-                .map(|r| ((r.data.clone(), r.flat.clone()), r.var.clone())),
-        );
         Ok((reductions, clauses))
     }
 
     /// Whether each reduction's combine must be atomic: asked while the map's level is still
     /// open, as a tasklet in its body would ask.
-    pub(super) fn combines_atomic(
-        &self,
-        reductions: &[LaneReduction],
-    ) -> Result<Vec<bool>, CodegenError> {
+    pub(super) fn combines_atomic(&self, reductions: &[Open]) -> Result<Vec<bool>, CodegenError> {
         (reductions.iter())
-            .map(|r| Ok(self.shared_conflict(self.info(&r.data)?, &r.subset)))
+            .map(|o| {
+                let r = &o.reduction;
+                Ok(self.shared_conflict(self.info(&r.data)?, &r.subset))
+            })
             .collect()
     }
 
     /// After the lane loop: combines every lane's share into its element and unregisters it.
     pub(super) fn close_lane_reductions(
         &mut self,
-        reductions: Vec<LaneReduction>,
+        reductions: Vec<Open>,
         atomic: Vec<bool>,
     ) -> Result<(), CodegenError> {
-        for (r, atomic) in reductions.into_iter().zip(atomic) {
+        for (open, atomic) in reductions.into_iter().zip(atomic) {
+            let r = &open.reduction;
             let d = self.info(&r.data)?;
             self.lane_reductions
-                .remove(&(r.data.clone(), r.flat.clone()));
-            let lhs = d.element(&r.flat);
-            self.store(d, &lhs, Some(r.wcr), &r.var, atomic);
+                .remove(&(r.data.clone(), open.flat.clone()));
+            let lhs = d.element(&open.flat);
+            self.store(d, &lhs, Some(r.wcr), &open.var, atomic);
         }
         Ok(())
     }

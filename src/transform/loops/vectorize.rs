@@ -13,10 +13,10 @@
 //! SIMD reduction: each lane accumulates its share and the backend combines them at the end
 //! (`omp simd reduction`), for f32 and f64 elements the body does not also read.
 
-use crate::check::race::parallel_conflict;
+use crate::check::race::{lane_reductions, parallel_conflict, LaneReduction};
 use crate::ir::{DataDesc, Dim, MapNode, Memlet, Schedule, Storage, SymExpr};
 use crate::transform::support::maps::{
-    first_nested_map, private_to_body, set_schedule, tasklet_accesses, ElementAccess,
+    first_nested_map, private_to_body, set_schedule, tasklet_accesses,
 };
 use crate::transform::{
     expect_map, refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
@@ -81,8 +81,8 @@ impl Transformation for Vectorize {
                 format!("the body contains map {inner}: only innermost maps are vectorized"),
             ));
         }
-        let accesses = tasklet_accesses(&map.body);
-        for access in &accesses {
+        let reductions = lane_reductions(map, |d| p.data.get(d).map(|d| d.dtype));
+        for access in tasklet_accesses(&map.body) {
             // Local and register containers used only inside the map are private to each lane.
             let storage = p.data.get(&access.memlet.data).map(|d| d.storage);
             if storage != Some(Storage::Global)
@@ -90,7 +90,9 @@ impl Transformation for Vectorize {
             {
                 continue;
             }
-            if lane_reduction(access, &accesses, &lane.name, &p.data) {
+            let m = access.memlet;
+            let reduced = |r: &LaneReduction| r.data == m.data && r.subset == m.subset;
+            if access.write && reductions.iter().any(reduced) {
                 continue;
             }
             legality.holds(
@@ -112,26 +114,6 @@ impl Transformation for Vectorize {
             set_schedule(&Vectorize, p, id, Schedule::Vector, 0)
         }))
     }
-}
-
-/// Whether `access` accumulates into an element every lane shares, which the backend runs as
-/// a SIMD reduction (each lane sums its share, the shares are combined at the end): a float
-/// write-conflict resolution that does not depend on `lane`, into a container the body does
-/// not read.
-fn lane_reduction(
-    access: &ElementAccess,
-    all: &[ElementAccess],
-    lane: &str,
-    data: &BTreeMap<String, DataDesc>,
-) -> bool {
-    let m = access.memlet;
-    let Some(desc) = data.get(&m.data) else {
-        return false;
-    };
-    access.write
-        && m.wcr.is_some_and(|w| w.reassociable_in(desc.dtype))
-        && !m.subset.free_symbols().iter().any(|s| s == lane)
-        && !all.iter().any(|a| !a.write && a.memlet.data == m.data)
 }
 
 /// Whether one element access is a broadcast or a unit-stride access in `lane`; a write must
