@@ -70,12 +70,15 @@ impl Pred {
     }
 }
 
-/// What a failed predicate saw, borrowed from the program so testing never allocates.
+/// What a failed predicate saw, borrowed from the program (testing allocates only to look up
+/// an attribute's default).
 #[derive(Debug)]
 pub(crate) enum Seen<'a> {
     Kind(&'a NodeKind),
     Op(&'a str),
     Attr(Option<&'a Attr>),
+    /// The node leaves the attribute out and its operator's default is this one.
+    Default(Attr),
     Data(&'a str),
     Undeclared(&'a str),
     DType(DType, &'a str),
@@ -100,7 +103,11 @@ pub(crate) fn test<'a>(pred: &Pred, node: &'a Node, p: &'a Program) -> Result<()
                 let default = || crate::ops::lookup(&l.op)?.default_attr(name);
                 match l.attrs.get(name) {
                     Some(got) => ok_if(got == value, Seen::Attr(Some(got))),
-                    None => ok_if(default().as_ref() == Some(value), Seen::Attr(None)),
+                    None => match default() {
+                        Some(d) if d == *value => Ok(()),
+                        Some(d) => Err(Seen::Default(d)),
+                        None => Err(Seen::Attr(None)),
+                    },
                 }
             }
             _ => Err(wrong_kind()),
@@ -158,6 +165,7 @@ pub(crate) fn describe(pred: &Pred, seen: &Seen<'_>) -> String {
         Seen::Op(op) => op.to_string(),
         Seen::Attr(None) => "no such attribute".to_string(),
         Seen::Attr(Some(a)) => show_attr(a),
+        Seen::Default(a) => format!("no such attribute, whose default is {}", show_attr(a)),
         Seen::Data(d) => format!("container {d}"),
         Seen::Undeclared(d) => format!("container {d}, which is not declared"),
         Seen::DType(t, d) => format!("{t} (container {d})"),

@@ -227,3 +227,41 @@ fn map_chains_compare_parameter_counts() {
         "`params(a) > params(b)` failed: 2 parameter(s) against 2 parameter(s)"
     );
 }
+
+#[test]
+fn an_attribute_a_node_leaves_out_compares_its_operators_default() {
+    // A Conv with no `group`: ONNX's default is 1.
+    let p = dmove::onnx::import_bytes(
+        &dmove::demo::suite::conv(4, 4, 6, 1, 0),
+        &Default::default(),
+    )
+    .expect("imports");
+    let conv = find_all(
+        &PatternBuilder::new("any")
+            .node("c", [Pred::Op("Conv".into())])
+            .finish()
+            .expect("ok"),
+        &p,
+    )[0]
+    .nodes[0];
+    let group = |g: i64| {
+        PatternBuilder::new("grouped")
+            .node("c", [Pred::attr("group", Attr::Int(g))])
+            .finish()
+            .expect("well-formed")
+    };
+    explain(&group(1), &p, conv).expect("the default matches");
+    assert_eq!(
+        explain(&group(2), &p, conv).unwrap_err().to_string(),
+        "`c`: expected attribute group = 2, found no such attribute, whose default is 1"
+    );
+    // An attribute without a declared default is still just missing.
+    let dilated = PatternBuilder::new("dilated")
+        .node("c", [Pred::attr("dilations", Attr::Ints(vec![2, 2]))])
+        .finish()
+        .expect("well-formed");
+    assert_eq!(
+        explain(&dilated, &p, conv).unwrap_err().to_string(),
+        "`c`: expected attribute dilations = [2, 2], found no such attribute"
+    );
+}

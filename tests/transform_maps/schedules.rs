@@ -6,7 +6,7 @@ use crate::{
     rejected,
 };
 use dmove::ir::build::{In, Out};
-use dmove::ir::{DType, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr};
+use dmove::ir::{DType, DataKind, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr};
 use dmove::transform::{ParamValue, Params};
 
 /// `C[i, j] = X[i, j] * 2` over a map whose innermost parameter is `i` (column-wise walk).
@@ -230,4 +230,98 @@ fn unroll_refuses_long_loops_and_bad_bounds() {
         why,
         "Unroll: parameter `max` expects an integer in 1..=16, found the integer 64"
     );
+}
+
+#[test]
+fn a_reduction_whose_body_reads_its_accumulator_is_refused_and_never_emitted_as_simd() {
+    // Y[i] += X[i, j] · Y[i]: each step reads the running value, so lanes holding partial
+    // shares would read wrong values. Vectorize refuses; forced to vector lanes by hand, the C
+    // backend emits the plain loop, no SIMD reduction.
+    let mut p = Program::new("feedback");
+    common::declare(&mut p, "X", &[3, 16], DataKind::Input);
+    common::declare(&mut p, "Y", &[3], DataKind::Output);
+    let s = SymExpr::sym;
+    p.build(|b| {
+        b.map(
+            "sum",
+            vec![("i", Range::upto(3)), ("j", Range::upto(16))],
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "add",
+                    vec![
+                        In("x", "X", Subset::element([s("i"), s("j")])),
+                        In("y0", "Y", Subset::element([s("i")])),
+                    ],
+                    vec![Out(
+                        "y",
+                        "Y",
+                        Subset::element([s("i")]),
+                        Some(Wcr::Sum),
+                        TExpr::binary(dmove::ir::BinOp::Mul, TExpr::input("x"), TExpr::input("y0")),
+                    )],
+                );
+            },
+        );
+    });
+    let id = map_id(&p, "sum");
+    let why = refused(&mut p, "Vectorize", &[id], &Params::new(), id);
+    assert!(
+        why.starts_with("every lane of `j` writes Y[i]: lanes would collide"),
+        "{why}"
+    );
+    let forced = {
+        let mut q = p.clone();
+        let edit = q.edit(id).expect("the map");
+        let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind else {
+            panic!("not a map")
+        };
+        m.schedule = Schedule::Vector;
+        q
+    };
+    let source = compiled_matches_interpreter(&forced);
+    assert!(!source.contains("reduction("), "{source}");
+    assert!(source.contains("no omp simd"), "{source}");
+}
+
+/// The loop order of `Y[i, j] = b[b_index]` over a 256 × 256 `Y`, `b` of `b_shape`.
+fn copy_order(b_shape: &[i64], b_index: &[&str]) -> Vec<usize> {
+    let mut p = Program::new("copy");
+    common::declare(&mut p, "b", b_shape, DataKind::Input);
+    common::declare(&mut p, "Y", &[256, 256], DataKind::Output);
+    let s = SymExpr::sym;
+    let read = Subset::element(b_index.iter().map(|n| SymExpr::sym(*n)));
+    p.build(|b| {
+        b.map(
+            "init",
+            vec![("i", Range::upto(256)), ("j", Range::upto(256))],
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "copy",
+                    vec![In("b", "b", read)],
+                    vec![Out(
+                        "y",
+                        "Y",
+                        Subset::element([s("i"), s("j")]),
+                        None,
+                        TExpr::input("b"),
+                    )],
+                );
+            },
+        );
+    });
+    let NodeKind::Map(m) = &p.node(map_id(&p, "init")).expect("exists").kind else {
+        panic!("not a map")
+    };
+    dmove::transform::queries::loop_order(m, &p).order
+}
+
+#[test]
+fn a_small_broadcast_operand_does_not_decide_the_loop_order() {
+    // b[i] is 256 times smaller than Y and stays in cache, so Y's contiguous j goes innermost
+    // although b is read (reads otherwise count double).
+    assert_eq!(copy_order(&[256], &["i"]), [0, 1]);
+    // A read as large as Y, indexed [j, i], decides: i innermost.
+    assert_eq!(copy_order(&[256, 256], &["j", "i"]), [1, 0]);
 }
