@@ -261,3 +261,78 @@ fn a_non_empty_directory_is_kept_unless_forced() {
         .collect();
     assert_eq!(left, ["ship"], "no staging directory is left behind");
 }
+
+/// `make VARS TARGET` in `dir` (with this process's environment), its stdout.
+fn make(dir: &Path, args: &[&str]) -> String {
+    let out = run(Command::new("make").arg("-s").args(args).current_dir(dir));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn make_run_exports_the_openmp_settings_the_benchmark_runner_uses() {
+    let ran = build_and_check(&fixture("mlp.onnx"), &[]);
+    let show = dmove::codegen::OMP_DEFAULTS
+        .iter()
+        .map(|d| format!("{0}=$${0}", d.var))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cpus = dmove::codegen::available_cpus();
+    for threads in [1, cpus, cpus + 1] {
+        let rule = format!("omp-env: ; @echo \"{show}\"");
+        let seen = make(
+            ran.path(),
+            &["--eval", &rule, "omp-env", &format!("THREADS={threads}")],
+        );
+        let seen = seen.trim();
+        let expected: Vec<String> = dmove::codegen::OMP_DEFAULTS
+            .iter()
+            .map(|d| {
+                let value = dmove::codegen::omp_settings(Some(threads))
+                    .into_iter()
+                    .find(|(var, _)| *var == d.var)
+                    .map(|(_, v)| v.to_string())
+                    .or_else(|| std::env::var(d.var).ok())
+                    .unwrap_or_default();
+                format!("{}={value}", d.var)
+            })
+            .collect();
+        assert_eq!(seen, expected.join(" "), "THREADS={threads}");
+    }
+}
+
+/// The median `make run` printed (`dm_run: N timed run(s), median X ms, …`).
+fn median_ms(stdout: &str) -> f64 {
+    let at = stdout.find("median ").expect("a median") + "median ".len();
+    let rest = &stdout[at..];
+    rest[..rest.find(' ').expect("a unit")]
+        .parse()
+        .expect("a number")
+}
+
+/// The first benchmark a user runs, beside one busy process: the mlp optimized by its recipe
+/// against its naive lowering, both shipped by `dmove build` and run by `make run` (the same
+/// runtime settings as `dmove bench`, see the test above), alternating over several rounds.
+/// The optimized program once ran 56–190× slower here (a barrier's sleeping thread woken a
+/// scheduler tick late); the bound tolerates the machine's noise (a ratio of medians, never
+/// an absolute time), not that.
+#[test]
+fn the_optimized_mlp_is_not_slower_than_its_baseline_beside_a_busy_process() {
+    let model = fixture("mlp.onnx");
+    let recipe = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("recipes/mlp.recipe");
+    let baseline = build_and_check(&model, &[]);
+    let optimized = build_and_check(&model, &["--recipe", recipe.to_str().expect("utf-8 path")]);
+    let busy = dmove::bench::load::BusyProcess::start().expect("a busy process starts");
+    let mut ratios = Vec::new();
+    for _ in 0..5 {
+        let time = |dir: &Path| median_ms(&make(dir, &["run", "WARMUP=20", "REPS=200"]));
+        let base = time(baseline.path());
+        ratios.push(time(optimized.path()) / base);
+    }
+    drop(busy);
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    assert!(
+        median <= 1.25,
+        "optimized / baseline medians over 5 rounds: {ratios:?}"
+    );
+}

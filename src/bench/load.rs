@@ -11,6 +11,7 @@
 //! The readings tick at the kernel's clock (usually 100 Hz per CPU), so a run of a few
 //! milliseconds reads as 0 or a multiple of a tick; runs of many repetitions average it out.
 
+use crate::codegen::available_cpus;
 use serde::Serialize;
 use std::process::{Child, Command, Stdio};
 
@@ -70,8 +71,8 @@ impl LoadMeter {
     pub fn stop(self) -> Option<ForeignLoad> {
         let (start, end) = (self.start?, read()?);
         Some(ForeignLoad {
-            cores: foreign_cores(&start, &end, cpus()),
-            cpus: cpus(),
+            cores: foreign_cores(&start, &end, available_cpus()),
+            cpus: available_cpus(),
             ticks: end.total.saturating_sub(start.total),
         })
     }
@@ -88,10 +89,6 @@ pub fn foreign_cores(start: &CpuCounters, end: &CpuCounters, cpus: usize) -> f64
     let busy = end.busy.saturating_sub(start.busy) as f64;
     let own = end.own.saturating_sub(start.own) as f64;
     ((busy - own) / total as f64 * cpus as f64).max(0.0)
-}
-
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 fn read() -> Option<CpuCounters> {

@@ -29,7 +29,7 @@ impl Machine {
     /// The machine this process runs on.
     pub fn detect() -> Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let cpus = crate::codegen::available_cpus();
         let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let banner = Command::new(compiler.split_whitespace().next().unwrap_or("cc"))
             .arg("--version")

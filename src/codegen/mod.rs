@@ -27,6 +27,7 @@ pub use compile::{builds_on_this_thread, cache_dir, BuildConfig, Compiled};
 pub use deliverable::{Deliverable, DeliverableError};
 pub use emit::emit;
 pub use excerpt::excerpt;
+pub use run::{available_cpus, omp_settings, OmpDefault, OMP_DEFAULTS};
 
 use crate::ir::{DType, NodeId};
 use std::fmt;

@@ -30,7 +30,7 @@ pub fn side_by_side(
     let settings = Settings {
         warmup: WARMUP,
         reps: REPS,
-        threads: std::thread::available_parallelism().map_or(1, usize::from),
+        threads: crate::codegen::available_cpus(),
     };
     let peers = [Peer::OnnxRuntime, Peer::OpenVino];
     let variants = [("baseline", &workload.baseline), ("optimized", optimized)];
