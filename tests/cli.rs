@@ -12,6 +12,8 @@ mod conformance;
 mod conformance_cases;
 #[path = "cli/demo.rs"]
 mod demo;
+#[path = "cli/first_hour.rs"]
+mod first_hour;
 #[path = "cli/help.rs"]
 mod help;
 #[path = "cli/invalid_input.rs"]
@@ -32,6 +34,9 @@ mod recipe_run;
 mod recipe_scripts;
 #[path = "cli/recipe_support.rs"]
 mod recipe_support;
+#[path = "support/skip.rs"]
+#[allow(dead_code)]
+mod skip;
 #[path = "cli/support.rs"]
 mod support;
 #[path = "cli/transforms.rs"]

@@ -22,7 +22,7 @@ pub enum NumericsError {
     Original(#[source] interp::InterpError),
     #[error("the rewritten program failed to run: {0}")]
     Rewritten(#[source] interp::InterpError),
-    #[error("output `{output}` differs: max abs error {max_abs_error:e} (worst at element {worst:?}){detail}")]
+    #[error("output `{output}` differs: max abs error {max_abs_error:e}{}{detail}", worst.map_or(String::new(), |k| format!(" (worst at element {k})")))]
     Differs {
         output: String,
         max_abs_error: f64,
@@ -31,6 +31,48 @@ pub enum NumericsError {
     },
     #[error("input `{0}` has a symbolic or negative shape; bind its symbols first")]
     UnboundShape(String),
+}
+
+/// Symbols a program's shapes use without a value: it cannot run on concrete inputs, so no
+/// step on it can be checked (nor measured).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{what}; {help}")]
+pub struct UnboundSymbols {
+    /// Each symbol, where the model uses it first.
+    pub what: String,
+    /// The flags that bind them.
+    pub help: String,
+}
+
+impl UnboundSymbols {
+    /// `None` when every symbol `p`'s shapes use has a value.
+    pub fn of(p: &Program) -> Option<UnboundSymbols> {
+        let unbound = p.unbound_symbols();
+        if unbound.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = (unbound.iter())
+            .map(|(symbol, first)| match first {
+                Some((input, axis)) => format!("`{symbol}` (input `{input}`, axis {axis})"),
+                None => format!("`{symbol}`"),
+            })
+            .collect();
+        let flags: Vec<String> = (unbound.iter())
+            .map(|(symbol, _)| format!("--dim {symbol}=N"))
+            .collect();
+        let (dimensions, have, them) = match unbound.len() {
+            1 => ("dimension", "has", "it"),
+            _ => ("dimensions", "have", "them"),
+        };
+        Some(UnboundSymbols {
+            what: format!(
+                "the model's {dimensions} {} {have} no value, and checks run the program on \
+                 concrete inputs",
+                names.join(", ")
+            ),
+            help: format!("bind {them} when loading the model: `{}`", flags.join(" ")),
+        })
+    }
 }
 
 /// A program holding one library node `op` applied to inputs of the given types; constant inputs
@@ -223,5 +265,18 @@ mod tests {
             .graph
             .walk(&mut |n| libs += usize::from(matches!(n.kind, crate::ir::NodeKind::Library(_))));
         assert_eq!(libs, 0);
+    }
+
+    #[test]
+    fn a_difference_names_its_worst_element_as_a_number() {
+        let differs = |worst| NumericsError::Differs {
+            output: "y".into(),
+            max_abs_error: 0.5,
+            worst,
+            detail: String::new(),
+        };
+        let at = differs(Some(140)).to_string();
+        assert!(at.ends_with("5e-1 (worst at element 140)"), "{at}");
+        assert!(!differs(None).to_string().contains("worst"));
     }
 }

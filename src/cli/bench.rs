@@ -1,7 +1,7 @@
 //! `dmove bench MODEL` / `dmove bench --suite`: the baseline, the recipe's program and the peers
 //! side by side (see [`crate::demo::bench`]), as a table per workload or as JSON.
 
-use super::recipe::{load_checked, ScriptLimits};
+use super::recipe::{load_checked, load_model, locked_decisions, ScriptLimits};
 use super::{is_onnx, load_program, print_json, write_output, Bindings, CliError};
 use crate::bench::machine::Machine;
 use crate::bench::peer::Peer;
@@ -16,8 +16,11 @@ use crate::demo::bench::{
 use crate::demo::suite;
 use crate::plot::{bench_chart, Timing};
 use crate::progress::{Mode, Progress};
+use crate::recipe::run::value::ParamValue;
+use crate::recipe::Loaded;
 use crate::transform::engine::Checks;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What `--vs` may name besides dmove's own optimized program.
@@ -105,9 +108,13 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         let sources = sources(args)?;
         let bar = Progress::new(mode, "optimizing", sources.len() as u64);
         let mut prepared = Vec::new();
+        let fixed = locked(args, &recipe)?;
         for (name, title, program, onnx) in sources {
             bar.step(&format!("{name}: running {}", args.recipe.display()));
-            prepared.push(prepare(&name, &title, program, onnx, &recipe, &opts)?);
+            let fixed = fixed.clone();
+            prepared.push(prepare(
+                &name, &title, program, onnx, &recipe, fixed, &opts,
+            )?);
             bar.advance();
         }
         prepared
@@ -226,7 +233,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
             Versus::Numpy => Some(Peer::Numpy),
         })
         .collect();
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = crate::codegen::available_cpus();
     BenchOptions {
         settings: Settings {
             warmup: args.warmup as usize,
@@ -239,6 +246,17 @@ fn options(args: &BenchArgs) -> BenchOptions {
         seed: args.seed,
         checks: Checks::default(),
     }
+}
+
+/// The decisions the recipe's lock records for the model (see
+/// [`super::recipe::locked_decisions`]); none for the suite, whose models no lock names.
+fn locked(args: &BenchArgs, recipe: &Loaded) -> Result<BTreeMap<String, ParamValue>, CliError> {
+    let Some(path) = &args.model else {
+        return Ok(BTreeMap::new());
+    };
+    let lock_path = super::recipe::run::default_lock(&args.recipe);
+    let model = load_model(path, &args.bindings, &BTreeMap::new(), &lock_path)?;
+    locked_decisions(recipe, &args.recipe, &model)
 }
 
 /// The workloads to run: (name, title, program as imported, ONNX bytes for the peers).

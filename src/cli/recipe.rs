@@ -14,9 +14,10 @@ pub mod run;
 
 use super::{load_program, Bindings, CliError};
 use crate::ir::Program;
-use crate::recipe::lock::{self, LockEntry, LockError, ModelKey};
+use crate::recipe::lock::{self, Lock, LockEntry, LockError, ModelKey};
 use crate::recipe::modules::{load_file, load_source, Loaded};
-use crate::recipe::run::{RunOptions, RunReport};
+use crate::recipe::run::value::ParamValue;
+use crate::recipe::run::{params, RunOptions, RunReport};
 use crate::recipe::{Diagnostic, Sources};
 use crate::transform::engine::{program_hash, Checks};
 use std::collections::BTreeMap;
@@ -196,6 +197,15 @@ pub struct Executed {
 /// run's warnings are shown; a failure shows its diagnostic (what happened before it is in
 /// the message: how many steps had applied).
 pub fn execute(l: &Loaded, model: &Model, opts: &RunOptions) -> Result<Executed, CliError> {
+    let unread = params::unread_sets(l, &params::canonical_sets(l, &opts.set));
+    if !unread.is_empty() {
+        show(&l.sources, &unread);
+        return Err(RecipeError::Failed {
+            model: model.path.display().to_string(),
+            steps: 0,
+        }
+        .into());
+    }
     let mut program = model.program.clone();
     match crate::recipe::run::run(l, &mut program, opts) {
         Ok(report) => {
@@ -213,6 +223,10 @@ pub fn execute(l: &Loaded, model: &Model, opts: &RunOptions) -> Result<Executed,
             })
         }
         Err(e) => {
+            // What the recipe printed before it failed is often what explains the failure.
+            for line in &e.report.printed {
+                eprintln!("print   {line}");
+            }
             show(&l.sources, &e.report.warnings);
             show(&l.sources, std::slice::from_ref(&e.diagnostic));
             Err(RecipeError::Failed {
@@ -272,7 +286,12 @@ pub fn optimize(
     let set = parse_sets(set)?;
     let model_data = load_model(model, bindings, &set, &run::default_lock(recipe))?;
     crate::onnx::idioms::require_bound_inputs(&model_data.program)?;
-    let done = execute(&checked.loaded, &model_data, &user_run(set, seed))?;
+    let fixed = locked_decisions(&checked.loaded, recipe, &model_data)?;
+    let opts = RunOptions {
+        fixed,
+        ..user_run(set, seed)
+    };
+    let done = execute(&checked.loaded, &model_data, &opts)?;
     eprintln!(
         "{}: {} checked rewrite(s) applied",
         recipe.display(),
@@ -287,6 +306,28 @@ pub fn optimize(
             recipe_name(&checked.loaded, recipe)
         ),
     })
+}
+
+/// The decisions a build or a benchmark replays instead of searching again: those `recipe`'s
+/// lock (where `dmove run` writes it) records for this model, bindings and `--set` values,
+/// when this recipe wrote it. Says on stderr which lock it replays.
+pub fn locked_decisions(
+    loaded: &Loaded,
+    recipe: &Path,
+    model: &Model,
+) -> Result<BTreeMap<String, ParamValue>, CliError> {
+    let lock_path = run::default_lock(recipe);
+    let lock = Lock::read_if_exists(&lock_path).map_err(RecipeError::from)?;
+    let fixed = lock.and_then(|l| l.decisions_for(&model.key, &loaded.hash()));
+    if let Some(f) = (fixed.as_ref()).filter(|f| !f.is_empty()) {
+        let values: Vec<String> = f.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        eprintln!(
+            "replaying the decisions of {} ({})",
+            lock_path.display(),
+            values.join(", ")
+        );
+    }
+    Ok(fixed.unwrap_or_default())
 }
 
 /// The file name of `path`, without this machine's directories.

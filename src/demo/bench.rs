@@ -4,7 +4,7 @@
 //! with `--load`, measured once more while one busy process the benchmark starts and stops
 //! competes for the CPU.
 
-use super::{optimize, DemoError};
+use super::{optimize_with, DemoError};
 use crate::bench::load::BusyProcess;
 use crate::bench::peer::Peer;
 use crate::bench::variants::{measure, steps, Settings};
@@ -13,8 +13,11 @@ use crate::bench::Row;
 use crate::ir::Program;
 use crate::onnx::{import, load_model, ImportOptions};
 use crate::progress::{Mode, Progress};
+use crate::recipe::run::value::ParamValue;
+use crate::recipe::run::RunOptions;
 use crate::recipe::Loaded;
 use crate::transform::engine::Checks;
+use std::collections::BTreeMap;
 
 /// What `dmove bench` measures and how.
 #[derive(Clone, Debug)]
@@ -62,11 +65,22 @@ pub fn prepare(
     library: Program,
     onnx: Option<Vec<u8>>,
     recipe: &Loaded,
+    fixed: BTreeMap<String, ParamValue>,
     opts: &BenchOptions,
 ) -> Result<Prepared, DemoError> {
     let mut optimized = library.clone();
-    // The caller's bar counts workloads; a spinner of steps under it would fight it for the line.
-    let report = optimize(recipe, &mut optimized, &opts.checks, opts.seed, Mode::Quiet)?;
+    // Decisions replayed from a lock (`fixed`) are not searched; the others are, measured
+    // like `dmove run` measures them. The caller's bar counts workloads; a spinner of steps
+    // under it would fight it for the line.
+    let run = RunOptions {
+        checks: opts.checks.clone(),
+        fixed,
+        measure: true,
+        seed: opts.seed,
+        progress: Mode::Quiet,
+        ..RunOptions::default()
+    };
+    let report = optimize_with(recipe, &mut optimized, &run)?;
     crate::ops::expand::expand_all(&mut optimized)?;
     Ok(Prepared {
         workload: Workload::new(name, library, onnx, opts.seed)?,

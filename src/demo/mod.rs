@@ -45,7 +45,7 @@ impl Default for DemoOptions {
             config: EncoderConfig::default(),
             warmup: 3,
             reps: 15,
-            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            threads: crate::codegen::available_cpus(),
             peer: true,
             seed: 2024,
             // Every layer on every step, as for any user: a step that cannot be checked is refused.
@@ -220,7 +220,16 @@ pub fn optimize(
         progress: progress.without_lines(),
         ..RunOptions::default()
     };
-    run_recipe(recipe, p, &opts).map_err(|e| {
+    optimize_with(recipe, p, &opts)
+}
+
+/// Runs the loaded recipe on `p` with `opts`, a failure rendered with the recipe's sources.
+pub fn optimize_with(
+    recipe: &Loaded,
+    p: &mut Program,
+    opts: &RunOptions,
+) -> Result<RunReport, DemoError> {
+    run_recipe(recipe, p, opts).map_err(|e| {
         let diagnostic = std::slice::from_ref(&e.diagnostic);
         DemoError::Recipe(title(recipe), recipe.sources.render_plain(diagnostic))
     })

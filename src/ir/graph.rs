@@ -420,6 +420,24 @@ impl Program {
             .expect("unbounded names")
     }
 
+    /// The symbols without a value that a shape uses, each with the first input dimension that
+    /// names it (the input and the axis), for an error that says which flag binds it.
+    pub fn unbound_symbols(&self) -> Vec<(&str, Option<(&str, usize)>)> {
+        let used =
+            |symbol: &str| (self.data.values()).any(|d| d.shape.iter().any(|e| e.mentions(symbol)));
+        let first_use = |symbol: &str| {
+            self.inputs.iter().find_map(|name| {
+                let shape = &self.data.get(name)?.shape;
+                let axis = shape.iter().position(|d| d.mentions(symbol))?;
+                Some((name.as_str(), axis))
+            })
+        };
+        (self.symbols.iter())
+            .filter(|(k, v)| v.is_none() && used(k))
+            .map(|(k, _)| (k.as_str(), first_use(k)))
+            .collect()
+    }
+
     /// Binds a symbol everywhere: shapes and ranges keep the symbol, its value is recorded.
     pub fn symbol_values(&self) -> crate::ir::sym::SymEnv {
         self.symbols

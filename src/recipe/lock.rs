@@ -225,6 +225,30 @@ impl Lock {
     }
 }
 
+impl Lock {
+    /// The decisions a run on `key` replays instead of searching again (a build, a benchmark):
+    /// those of the entry for the same model content, bindings and `--set` values, when the
+    /// lock was written by this recipe (`recipe_hash`); `None` otherwise.
+    pub fn decisions_for(
+        &self,
+        key: &ModelKey,
+        recipe_hash: &str,
+    ) -> Option<BTreeMap<String, ParamValue>> {
+        if self.recipe_hash != recipe_hash {
+            return None;
+        }
+        (self.entries.iter())
+            .find(|e| {
+                e.model_sha256 == key.model_sha256
+                    && e.dims == key.dims
+                    && e.shapes == key.shapes
+                    && e.as_written == key.as_written
+                    && e.set == key.set
+            })
+            .map(LockEntry::replayed)
+    }
+}
+
 impl LockEntry {
     fn key(&self) -> EntryKey<'_> {
         EntryKey {

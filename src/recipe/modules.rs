@@ -70,11 +70,14 @@ impl Loaded {
         hex::encode(h.finalize())
     }
 
-    /// Whether module `index` failed to parse (its tree is empty and says nothing).
+    /// Whether module `index` failed to parse (its tree is empty and says nothing): a recipe's
+    /// syntax error, or a script's (whose wrapper's call into it is then not reported again).
     pub fn failed_to_parse(&self, index: usize) -> bool {
         self.modules.get(index).is_some_and(|m| {
-            (self.diagnostics.iter())
-                .any(|d| d.span.file == m.file && d.code == "dmove::recipe::syntax")
+            (self.diagnostics.iter()).any(|d| {
+                d.span.file == m.file
+                    && ["dmove::recipe::syntax", crate::script::error::SYNTAX].contains(&d.code)
+            })
         })
     }
 }

@@ -60,6 +60,47 @@ fn vectorize_refuses_a_strided_lane_naming_the_stride() {
     );
 }
 
+/// `C[i, j, 0, 0] = X[i, j, 0, 0] * 2` over [4, 64, 1, 1] tensors (a 1×1 convolution's
+/// feature maps): `j` steps through memory with stride 1 although it is not the last dimension.
+fn trailing_unit_dimensions() -> Program {
+    let mut p = Program::new("pointwise");
+    common::declare(&mut p, "X", &[4, 64, 1, 1], DataKind::Input);
+    common::declare(&mut p, "C", &[4, 64, 1, 1], DataKind::Output);
+    let s = SymExpr::sym;
+    let at = || Subset::element([s("i"), s("j"), SymExpr::Int(0), SymExpr::Int(0)]);
+    p.build(|b| {
+        b.map(
+            "rows",
+            vec![("i", Range::upto(4)), ("j", Range::upto(64))],
+            Schedule::Sequential,
+            |b| {
+                b.tasklet(
+                    "scale",
+                    vec![In("x", "X", at())],
+                    vec![Out(
+                        "c",
+                        "C",
+                        at(),
+                        None,
+                        TExpr::binary(dmove::ir::BinOp::Mul, TExpr::input("x"), TExpr::Const(2.0)),
+                    )],
+                );
+            },
+        );
+    });
+    p
+}
+
+#[test]
+fn vectorize_accepts_a_lane_followed_only_by_dimensions_of_extent_one() {
+    let mut p = trailing_unit_dimensions();
+    let id = map_id(&p, "rows");
+    apply_checked(&mut p, "Vectorize", &[id], &Params::new());
+    assert_eq!(map(&p, id).schedule, Schedule::Vector);
+    let source = compiled_matches_interpreter(&p);
+    assert!(source.contains("#pragma omp simd"), "{source}");
+}
+
 /// `Y[y] ⊕= X[i, j]` over a `rows` × 16 `X` of `dtype`, combined by `wcr`: a reduction whose
 /// innermost parameter `j` is reduced, into element `y` of a `Y` of `outputs` elements.
 fn reduction(rows: i64, outputs: i64, y: SymExpr, dtype: DType, wcr: Wcr) -> Program {

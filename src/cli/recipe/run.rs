@@ -17,8 +17,9 @@ use crate::recipe::run::measure;
 use crate::recipe::run::RunOptions;
 use std::path::{Path, PathBuf};
 
-/// Where outputs go without `-o`: a directory in the current one, like a build directory, so
-/// running a committed recipe does not write beside it (only its lock does).
+/// Where outputs go without `-o`: `dmove-out/MODEL` in the current directory, like a build
+/// directory, so running a committed recipe does not write beside it (only its lock does), and
+/// the run of another model does not overwrite this one's.
 const DEFAULT_OUT: &str = "dmove-out";
 
 /// `dmove run`
@@ -36,9 +37,10 @@ pub struct RunArgs {
     /// a parameter set here is not searched.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
-    /// Directory for `optimized.ir`, `optimized.c` and `optimized.weights` (created if needed).
-    #[arg(short, long, value_name = "DIR", default_value = DEFAULT_OUT)]
-    pub output: PathBuf,
+    /// Directory for `optimized.ir`, `optimized.c` and `optimized.weights` (created if needed;
+    /// default `dmove-out/MODEL`, after the model's file name).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
     /// The lock file to write (default: `RECIPE.lock` beside the recipe; for a standard module,
     /// `NAME.recipe.lock` in the current directory).
     #[arg(long, value_name = "FILE")]
@@ -54,6 +56,14 @@ pub struct RunArgs {
     pub seed: u64,
     #[command(flatten)]
     pub script_limits: ScriptLimits,
+}
+
+/// Where `dmove run` writes without `-o`: see [`DEFAULT_OUT`].
+fn default_output(model: &Path) -> PathBuf {
+    let stem = model
+        .file_stem()
+        .map_or_else(|| "model".into(), |s| s.to_string_lossy());
+    Path::new(DEFAULT_OUT).join(stem.as_ref())
 }
 
 /// The lock `dmove run` writes for `recipe` without `--lock`.
@@ -79,7 +89,11 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         ..user_run(set, args.seed)
     };
     let done = run_locked(loaded, &args.recipe, &model, &opts, &lock_path)?;
-    let outputs = write_outputs(&args.output, &done.program, &lock_path)?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&args.model));
+    let outputs = write_outputs(&output, &done.program, &lock_path)?;
     let name = recipe_name(loaded, &args.recipe);
     let final_hash = done.entry.final_hash.clone();
     let bench = match (&outputs.c, args.bench) {

@@ -21,6 +21,7 @@ pub(super) fn check(c: &mut Checker<'_>, m: usize) {
     let cx = Cx {
         module: m,
         rule: None,
+        main: false,
     };
     let mut chosen: BTreeMap<String, Span> = BTreeMap::new();
     for item in &l.modules[m].ast.items {

@@ -16,11 +16,13 @@ mod exprs;
 mod functions;
 mod header;
 mod items;
+mod reach;
 mod stmts;
 mod types;
 mod unused;
 
 pub use calls::TYPE_WORDS;
+pub use reach::params_read;
 
 use super::ast;
 use super::diag::Diagnostic;
@@ -33,16 +35,7 @@ pub(crate) const DUPLICATE: &str = "dmove::recipe::duplicate";
 
 /// Every error and warning about `l`, load errors included, sorted by file and position.
 pub fn check(l: &Loaded) -> Vec<Diagnostic> {
-    let mut c = Checker {
-        l,
-        out: Vec::new(),
-        used: BTreeSet::new(),
-    };
-    for m in 0..l.modules.len() {
-        if !l.failed_to_parse(m) {
-            c.module(m);
-        }
-    }
+    let mut c = Checker::run(l);
     if !l.failed_to_parse(0) {
         unused::warn(&mut c);
     }
@@ -52,20 +45,43 @@ pub fn check(l: &Loaded) -> Vec<Diagnostic> {
     all
 }
 
-/// The checker's state: what it found, and which root items something refers to.
+/// The checker's state: what it found, and which items each body refers to.
 pub(crate) struct Checker<'a> {
     l: &'a Loaded,
     out: Vec<Diagnostic>,
-    /// `(module, name)` of every rule and parameter referred to from outside itself.
-    used: BTreeSet<(usize, String)>,
+    /// Every reference to a rule or parameter `(module, name)` from outside itself, with the
+    /// body it is made from.
+    refs: BTreeSet<(Body, (usize, String))>,
+}
+
+/// A body references are made from.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Body {
+    /// A module's `main` (only the root's runs).
+    Main(usize),
+    /// A module's parameter declarations and `choose` items (evaluated for every module used).
+    Declarations(usize),
+    /// A rule of a module.
+    Rule(usize, String),
 }
 
 /// Where a body is checked: its module and the rule it belongs to (`None` for `main` and
-/// parameter declarations).
+/// parameter declarations, told apart by `main`).
 #[derive(Clone, Copy)]
 pub(crate) struct Cx<'a> {
     pub module: usize,
     pub rule: Option<&'a str>,
+    pub main: bool,
+}
+
+impl Cx<'_> {
+    fn body(&self) -> Body {
+        match (self.rule, self.main) {
+            (Some(r), _) => Body::Rule(self.module, r.to_string()),
+            (None, true) => Body::Main(self.module),
+            (None, false) => Body::Declarations(self.module),
+        }
+    }
 }
 
 /// Variables in scope: rule parameters, `let`s, `for each` variables, innermost frame last.
@@ -110,6 +126,26 @@ impl<'a> Scope<'a> {
 }
 
 impl<'a> Checker<'a> {
+    /// Checks every module that parsed.
+    fn run(l: &'a Loaded) -> Checker<'a> {
+        let mut c = Checker {
+            l,
+            out: Vec::new(),
+            refs: BTreeSet::new(),
+        };
+        for m in 0..l.modules.len() {
+            if !l.failed_to_parse(m) {
+                c.module(m);
+            }
+        }
+        c
+    }
+
+    /// Whether anything outside item `name` of module `m` refers to it.
+    fn used(&self, m: usize, name: &str) -> bool {
+        (self.refs.iter()).any(|(_, (tm, tn))| *tm == m && tn == name)
+    }
+
     fn module(&mut self, m: usize) {
         let l = self.l;
         let module = &l.modules[m];
@@ -127,6 +163,7 @@ impl<'a> Checker<'a> {
                     let cx = Cx {
                         module: m,
                         rule: None,
+                        main: true,
                     };
                     self.block(cx, &mut Scope::default(), &r.body);
                 }
@@ -166,6 +203,7 @@ impl<'a> Checker<'a> {
         let cx = Cx {
             module: m,
             rule: Some(&r.name.name),
+            main: false,
         };
         self.block(cx, &mut scope, &r.body);
     }
@@ -173,7 +211,7 @@ impl<'a> Checker<'a> {
     /// Records a reference to item `name` of module `m`, unless it is the rule itself.
     fn record(&mut self, cx: Cx<'_>, m: usize, name: &str) {
         if !(m == cx.module && cx.rule == Some(name)) {
-            self.used.insert((m, name.to_string()));
+            self.refs.insert((cx.body(), (m, name.to_string())));
         }
     }
 

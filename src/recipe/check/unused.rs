@@ -20,7 +20,7 @@ pub(super) fn warn(c: &mut Checker<'_>) {
         .flatten()
         .collect();
     for item in &root.items {
-        let used = |name: &str| c.used.contains(&(0, name.to_string()));
+        let used = |name: &str| c.used(0, name);
         let d = match item {
             Item::Param(p) if !used(&p.name.name) && !chosen.contains(&p.name.name.as_str()) => {
                 Diagnostic::warning(UNUSED, p.name.span, format!("parameter `{}` is never used", p.name.name))

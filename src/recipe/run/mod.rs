@@ -32,7 +32,7 @@ use crate::ir::Program;
 use crate::recipe::ast;
 use crate::recipe::modules::Loaded;
 use crate::recipe::{Diagnostic, Span};
-use crate::transform::engine::{Checks, Engine, Step, TimeSummary, TimedStep};
+use crate::transform::engine::{Checks, Engine, Layer, Step, TimeSummary, TimedStep};
 use env::{Baseline, Carried, Interp};
 use failure::{Failure, RUNTIME};
 use std::collections::BTreeMap;
@@ -145,6 +145,12 @@ pub fn run_with(
     baseline: &mut Baseline,
 ) -> Result<(params::ParamSpace, Carried), RunError> {
     let main = main_block(l)?;
+    unbound_symbols(l, p, &opts.checks)?;
+    let canonical = RunOptions {
+        set: params::canonical_sets(l, &opts.set),
+        ..opts.clone()
+    };
+    let opts = &canonical;
     let searched_from = engine.timings().len();
     let (space, mut values) =
         params::resolve_params(l, &opts.set, &opts.fixed).map_err(first_of)?;
@@ -177,6 +183,27 @@ pub fn run_with(
             diagnostic: f.into_diagnostic(),
             report: carried.report,
         }),
+    }
+}
+
+/// A model with a dimension left unbound cannot be checked (nor measured): said before any
+/// step runs, with the flag that binds it, instead of as each step's failed check. A run whose
+/// numerics layer is lowered needs no concrete inputs for its steps and goes on.
+fn unbound_symbols(l: &Loaded, p: &Program, checks: &Checks) -> Result<(), RunError> {
+    if checks.is_lowered(Layer::Numerics) {
+        return Ok(());
+    }
+    match crate::check::UnboundSymbols::of(p) {
+        None => Ok(()),
+        Some(unbound) => {
+            let file = l.modules.first().map(|m| m.file).unwrap_or_default();
+            Err(
+                Diagnostic::error(RUNTIME, Span::new(file, 0, 0), unbound.what)
+                    .label("on this model")
+                    .help(unbound.help)
+                    .into(),
+            )
+        }
     }
 }
 

@@ -457,6 +457,69 @@ fn unknown_set(l: &Loaded, space: &ParamSpace, key: &str, text: &str) -> Diagnos
     }
 }
 
+/// `--set` keys as the parameter space spells them (see [`root_key`]).
+pub fn canonical_sets(l: &Loaded, set: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let (space, _, _) = build_space(l);
+    (set.iter())
+        .map(|(key, text)| (root_key(l, &space, key), text.clone()))
+        .collect()
+}
+
+/// `key` as the parameter space spells it: the root's own parameters have no prefix, but a
+/// user who read `--set cpu::outer_tile` in `std::cpu`'s comments (written for recipes that
+/// `use std::cpu`) means the same parameter when running `std::cpu` itself; so does one who
+/// prefixes a recipe's parameter with the recipe's name (`tiny::tile`).
+fn root_key(l: &Loaded, space: &ParamSpace, key: &str) -> String {
+    let root = l.root();
+    let header = root.ast.header.as_ref().map(|h| h.name.value.as_str());
+    let names = [Some(root.name.as_str()), header].into_iter().flatten();
+    let aliases: Vec<&str> = names
+        .flat_map(|n| [n, n.rsplit("::").next().unwrap_or(n)])
+        .collect();
+    (aliases.iter())
+        .filter_map(|alias| key.strip_prefix(alias)?.strip_prefix("::"))
+        .find(|rest| space.get(rest).is_some_and(|p| p.module == 0))
+        .map_or_else(|| key.to_string(), str::to_string)
+}
+
+/// An error for each `--set` (canonical keys) of a declared parameter that no body of the run
+/// reads: it would be recorded in the lock and change nothing. Unknown names are
+/// [`resolve_params`]'s to report.
+pub fn unread_sets(l: &Loaded, set: &BTreeMap<String, String>) -> Vec<Diagnostic> {
+    let (space, _, _) = build_space(l);
+    let read = crate::recipe::check::params_read(l);
+    let is_read =
+        |p: &ParamInfo| read.contains(&(p.module, p.key[space.prefix(p.module).len()..].into()));
+    (set.iter())
+        .filter(|(key, _)| space.get(key).is_some_and(|p| !is_read(p)))
+        .map(|(key, text)| unread_set(l, &space, &is_read, key, text))
+        .collect()
+}
+
+fn unread_set(
+    l: &Loaded,
+    space: &ParamSpace,
+    is_read: &dyn Fn(&ParamInfo) -> bool,
+    key: &str,
+    text: &str,
+) -> Diagnostic {
+    let keys: Vec<&str> = (space.params.iter())
+        .filter(|p| is_read(p))
+        .map(|p| p.key.as_str())
+        .collect();
+    let shown = match keys.is_empty() {
+        true => "none".to_string(),
+        false => keys.join(", "),
+    };
+    Diagnostic::error(
+        CODE,
+        root_span(l),
+        format!("`--set {key}={text}` changes nothing: no rule this run calls reads `{key}`"),
+    )
+    .note(format!("parameters this run reads: {shown}"))
+    .help("set one of those; a module's parameter matters only where its rules read it rather than take the value as an argument")
+}
+
 fn unknown_param(space: &ParamSpace, module: usize, name: &str, span: Span) -> Diagnostic {
     let prefix = space.prefix(module);
     let local = (space.params.iter())

@@ -101,10 +101,8 @@ impl Run<'_> {
         if self.original_hash == self.rewritten_hash {
             return Ok("program unchanged".to_string());
         }
-        let unbound = unbound(self.original);
-        if !unbound.is_empty() {
-            let why = format!("symbols without a value: {}", unbound.join(", "));
-            return self.whole(cache, &why);
+        if let Some(why) = crate::check::UnboundSymbols::of(self.original) {
+            return Err(Failure::Unchecked(why.to_string()));
         }
         match region::isolate(self.original, self.rewritten) {
             Isolation::Region(r) => self.region(cache, &r),
@@ -159,13 +157,6 @@ impl Run<'_> {
             "about {} tasklet executions exceed the interpreter budget of {budget}",
             w.map_or("unknown".to_string(), |w| w.to_string())
         );
-        let unbound = unbound(self.original);
-        if !unbound.is_empty() {
-            return Err(Failure::Unchecked(format!(
-                "{too_big}, and compiled C needs values for {} (bind them with --dim)",
-                unbound.join(", ")
-            )));
-        }
         let inputs = random_inputs(self.original, self.checks.seed).map_err(numerics)?;
         let want = match cache.get(self.original_hash, &inputs) {
             Some(o) => o,
@@ -188,14 +179,6 @@ impl Run<'_> {
         cache.put(self.rewritten_hash, &inputs, got);
         Ok(format!("whole program, compiled C; {too_big} ({why})"))
     }
-}
-
-/// Symbols without a value.
-fn unbound(p: &Program) -> Vec<&str> {
-    (p.symbols.iter())
-        .filter(|(_, v)| v.is_none())
-        .map(|(k, _)| k.as_str())
-        .collect()
 }
 
 /// Random values for every input of either side (one value per name, the original's first).

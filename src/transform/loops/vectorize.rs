@@ -5,7 +5,8 @@
 //! after:   map [i = 0:M, j = 0:N] vector     { … }        // C: `#pragma omp simd` on the j loop
 //! ```
 //! SIMD lanes load and store neighbouring elements, so every access must either not depend on
-//! the lane parameter (a broadcast) or step through the last dimension with stride 1; anything
+//! the lane parameter (a broadcast) or step with stride 1 (through the last dimension, or one
+//! followed only by dimensions of extent 1, as a 1×1 convolution's are); anything
 //! else is a gather or scatter that `omp simd` would only slow down. Lanes run in lock step, so
 //! they must also be independent: every write goes to a distinct element per lane and nothing a
 //! lane writes is read by another (`check::race`). Only innermost maps (bodies of tasklets) are
@@ -126,7 +127,6 @@ fn contiguous(
 ) -> Result<(), String> {
     let verb = if write { "writes" } else { "reads" };
     let shape = data.get(&m.data).map(|d| d.shape.as_slice()).unwrap_or(&[]);
-    let last = m.subset.rank().saturating_sub(1);
     let mut lane_coef = 0;
     for (d, dim) in m.subset.0.iter().enumerate() {
         let Dim::Index(e) = dim else {
@@ -151,7 +151,9 @@ fn contiguous(
             .iter()
             .fold(SymExpr::Int(c), |acc, x| acc * x.clone())
             .simplify();
-        if d != last || c != 1 {
+        // Unit stride: the lane's dimension is the last one that is not of extent 1 (a 1×1
+        // convolution's trailing spatial dimensions), and only one dimension moves with it.
+        if stride.as_int() != Some(1) || lane_coef != 0 {
             return Err(format!(
                 "{verb} {}{} with stride {stride} in `{lane}`: not contiguous",
                 m.data, m.subset
