@@ -18,6 +18,8 @@ mod peer_support;
 mod pipeline;
 #[path = "export_models/resnet.rs"]
 mod resnet;
+#[path = "support/skip.rs"]
+mod skip;
 #[path = "export_models/torch_idioms.rs"]
 mod torch_idioms;
 

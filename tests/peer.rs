@@ -1,10 +1,12 @@
 //! An independent source: ONNX Runtime computes the demo model, and the reference interpreter
 //! must agree with it. With `DMOVE_REQUIRE_PEER=1` (set by CI, which installs onnxruntime) a
-//! missing peer fails the test; otherwise it prints `SKIPPED: onnxruntime not installed` to
-//! stderr and checks nothing else (see `support/peer.rs`).
+//! missing peer fails the test; otherwise the skip is printed and tallied and nothing else is
+//! checked (see `support/skip.rs`).
 
 #[path = "support/peer.rs"]
 mod peer_support;
+#[path = "support/skip.rs"]
+mod skip;
 
 use dmove::demo::model::{encoder_model, EncoderConfig, INPUT, OUTPUT};
 use dmove::onnx::{import, load_model, ImportOptions};

@@ -17,6 +17,8 @@ mod peer_support;
 #[path = "export_models/pipeline.rs"]
 #[allow(dead_code)]
 mod pipeline;
+#[path = "support/skip.rs"]
+mod skip;
 #[path = "real_models/table.rs"]
 mod table;
 #[path = "real_models/zoo.rs"]
@@ -25,8 +27,8 @@ mod zoo;
 use dmove::check::compare_outputs;
 use dmove::numerics::Comparison;
 use dmove::onnx::{import_bytes, ImportOptions};
-use peer_support::peer_required;
 use pipeline::{c_agrees, interpret, lower_fully};
+use skip::required;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -130,7 +132,7 @@ fn exported_models_import_lower_and_match_their_oracle() {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for e in &zoo.models {
-        if peer_required() {
+        if required() {
             assert!(
                 !e.oracle_note.starts_with("onnxruntime not installed"),
                 "DMOVE_REQUIRE_PEER is set but {}: {}",

@@ -5,6 +5,8 @@
 
 #[path = "view/browser.rs"]
 mod browser;
+#[path = "support/skip.rs"]
+mod skip;
 
 use dmove::demo::model::{encoder_model, EncoderConfig};
 use dmove::ir::NodeKind;

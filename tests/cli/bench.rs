@@ -4,7 +4,6 @@
 
 use super::support::{assert_success, command, dmove, fixture, stderr, stdout};
 use serde_json::Value;
-use std::io::Write;
 use std::path::Path;
 
 /// `dmove bench MODEL --json --reps 2 --warmup 0 EXTRA…`, parsed.
@@ -105,10 +104,10 @@ fn json_has_every_variant_with_its_figures() {
             assert_eq!(p["available"], false, "{p}");
             let note = p["note"].as_str().unwrap_or_default();
             assert!(note.contains("pip install"), "{note}");
-            // Past the harness's capture, so the skip shows in a normal run.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {peer} is not importable; its row says so: {note}"
+            crate::skip::record(
+                &format!("`dmove bench` timing {peer}"),
+                &format!("{peer} is not importable"),
+                &format!("pip install {module}"),
             );
         }
     }

@@ -1,11 +1,10 @@
 //! The model zoo `scripts/real_models.py` writes: running the script with a Python whose onnx
 //! package knows opset 23, and reading its `models.json` sidecar and raw tensors back.
 
-use crate::peer_support::peer_required;
+use crate::skip::skip;
 use dmove::ir::Tensor;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -59,7 +58,7 @@ fn python() -> PathBuf {
 }
 
 /// Writes the zoo into `dir` and reads its sidecar. `None` when the onnx package is missing or
-/// too old and `DMOVE_REQUIRE_PEER` is not set (after a `SKIPPED:` line); a failure otherwise.
+/// too old and `DMOVE_REQUIRE_PEER` is not set (a recorded skip); a failure otherwise.
 pub fn write(dir: &Path) -> Option<Zoo> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real_models.py");
     let python = python();
@@ -70,17 +69,14 @@ pub fn write(dir: &Path) -> Option<Zoo> {
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);
     if let Some(why) = stdout.strip_prefix("UNAVAILABLE ") {
-        let why = why.trim();
-        assert!(
-            !peer_required(),
-            "DMOVE_REQUIRE_PEER is set but {} cannot write the model zoo: {why}",
-            python.display()
-        );
-        // Past the harness's capture, like the other SKIPPED lines (see support/peer.rs).
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: {why}: the real-model zoo was not written; set DMOVE_ONNX_PYTHON to a \
-             Python with onnx>=1.18, or DMOVE_REQUIRE_PEER=1 to make this a failure"
+        skip(
+            "the real-model zoo against its oracle",
+            &format!(
+                "{} cannot write the model zoo ({})",
+                python.display(),
+                why.trim()
+            ),
+            "set DMOVE_ONNX_PYTHON to a Python with onnx>=1.18",
         );
         return None;
     }

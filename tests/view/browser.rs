@@ -1,9 +1,8 @@
 //! Headless Debian `chromium` for the HTML view's test: the page's DOM after its script ran
 //! (`--dump-dom`) and a screenshot. A missing browser is never a silent pass: with
-//! `DMOVE_REQUIRE_PEER=1` (CI sets it and installs chromium) it fails; otherwise the test prints
-//! `SKIPPED: chromium not installed` to stderr and checks nothing that needs it.
+//! `DMOVE_REQUIRE_PEER=1` (CI sets it and installs chromium) it fails; otherwise the skip is
+//! recorded (`support/skip.rs`) and nothing that needs the browser is checked.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -14,16 +13,10 @@ pub fn chromium() -> Option<PathBuf> {
     if path.exists() {
         return Some(path.to_path_buf());
     }
-    let required = std::env::var("DMOVE_REQUIRE_PEER").is_ok_and(|v| !v.is_empty() && v != "0");
-    assert!(
-        !required,
-        "DMOVE_REQUIRE_PEER is set but /usr/bin/chromium is missing: the HTML view cannot be \
-         tested in a browser (`.ci/run` installs Debian's chromium)"
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: chromium not installed: the HTML view was not loaded in a browser; \
-         set DMOVE_REQUIRE_PEER=1 to make this a failure"
+    crate::skip::skip(
+        "the HTML view in a browser",
+        "/usr/bin/chromium is not installed",
+        "apt-get install chromium",
     );
     None
 }
