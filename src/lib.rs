@@ -72,6 +72,7 @@ pub mod repl;
 pub mod script;
 pub mod transform;
 pub mod view;
+pub mod zoo;
 
 pub use codegen::{emit, Compiled};
 pub use ir::{NodeId, Program};

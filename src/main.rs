@@ -10,6 +10,7 @@ use dmove::cli::commands::{self, DemoArgs, EmitCArgs, ImportArgs};
 use dmove::cli::conformance::{self, ConformanceArgs};
 use dmove::cli::lsp::{self, LspArgs};
 use dmove::cli::matching::{self, MatchArgs};
+use dmove::cli::models::{self, ModelsArgs};
 use dmove::cli::recipe::check::{self, CheckArgs};
 use dmove::cli::recipe::fmt::{self, FmtArgs};
 use dmove::cli::recipe::run::{self as recipe_run, RunArgs};
@@ -39,6 +40,9 @@ enum Command {
     Check(CheckArgs),
     /// Format recipes canonically (`--check`: list the files that are not formatted).
     Fmt(FmtArgs),
+    /// Write the built-in models the recipes in `recipes/` are locked against (into
+    /// `recipes/models`, or `-o DIR`), so `dmove check recipes/*.recipe` runs in a fresh clone.
+    Models(ModelsArgs),
     /// Build a transformer encoder layer, optimize it, check it and benchmark it (no files needed).
     Demo(DemoArgs),
     /// Benchmark a model (or `--suite`): the baseline, the recipe's program, ONNX Runtime,
@@ -82,6 +86,7 @@ fn run(cli: Cli) -> miette::Result<()> {
         Command::Run(args) => recipe_run::run(&args),
         Command::Check(args) => check::check(&args),
         Command::Fmt(args) => fmt::fmt(&args),
+        Command::Models(args) => models::models(&args),
         Command::Demo(args) => commands::demo(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Import(args) => commands::import(&args),

@@ -1,6 +1,6 @@
 //! The `dmove` binary end to end: the README's tour, bad input, and a small demo; the modules
 //! under `tests/cli/` cover each command's behaviour (schemas, parameter errors, reports,
-//! `--explain`, invalid input, output files, `match`, the demo's JSON, `--help`).
+//! `--explain`, invalid input, output files, `match`, the demo's JSON, `--help`, `models`).
 
 #[path = "cli/apply.rs"]
 mod apply;
@@ -20,6 +20,8 @@ mod help;
 mod invalid_input;
 #[path = "cli/matching.rs"]
 mod matching;
+#[path = "cli/models.rs"]
+mod models;
 #[path = "cli/output.rs"]
 mod output;
 #[path = "cli/params.rs"]

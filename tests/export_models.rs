@@ -3,38 +3,28 @@
 //! nodes, torch's naming), then imported with their dimensions bound (library and CLI), checked
 //! for folded shape subgraphs and exact operator counts, lowered to C and compared with the
 //! reference interpreter, and the interpreter compared with ONNX Runtime (required when
-//! `DMOVE_REQUIRE_PEER=1`, as CI sets it; otherwise a missing peer prints a `SKIPPED:` line).
-//! The builders live in `export_models/`; widths are small, structures are the real ones.
+//! `DMOVE_REQUIRE_PEER=1`, as CI sets it; otherwise a missing peer is a recorded skip, see `support/skip.rs`).
+//! The builders are the library's (`dmove::zoo`); widths are small, structures are the real ones.
 
-#[path = "export_models/bert.rs"]
-mod bert;
-#[path = "export_models/decoder.rs"]
-mod decoder;
-#[path = "export_models/net.rs"]
-mod net;
 #[path = "support/peer.rs"]
 mod peer_support;
 #[path = "export_models/pipeline.rs"]
 mod pipeline;
-#[path = "export_models/resnet.rs"]
-mod resnet;
 #[path = "support/skip.rs"]
 mod skip;
-#[path = "export_models/torch_idioms.rs"]
-mod torch_idioms;
 
-use bert::{bert, BertConfig};
-use decoder::{decoder, DecoderConfig};
 use dmove::check::random_inputs;
 use dmove::ir::Tensor;
+use dmove::zoo::bert::{self, bert, BertConfig};
+use dmove::zoo::decoder::{self, decoder, DecoderConfig};
+use dmove::zoo::resnet::{self, resnet50, ResNetConfig, STAGES};
+use dmove::zoo::torch_idioms::{self, sequential_scope};
 use pipeline::{
     assert_shape_subgraphs_folded, cli_summary, import_bound, interpreter_and_c_agree, library_ops,
     onnxruntime_agrees,
 };
 use rand::{Rng, SeedableRng};
-use resnet::{resnet50, ResNetConfig, STAGES};
 use std::collections::BTreeMap;
-use torch_idioms::sequential_scope;
 
 fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod conformance;
 pub mod lsp;
 pub mod matching;
+pub mod models;
 pub mod recipe;
 pub mod transforms;
 pub mod view;

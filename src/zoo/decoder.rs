@@ -8,7 +8,7 @@
 
 use super::net::{int, ints, Exported, Net};
 use super::torch_idioms::{reshape, scope, size_of, split_heads};
-use dmove::ir::DType;
+use crate::ir::DType;
 
 pub const INPUT_IDS: &str = "input_ids";
 pub const LOGITS: &str = "logits";

@@ -3,8 +3,8 @@
 //! `state_dict` names, and `Constant` nodes for the axes and indices of shape subgraphs. It also
 //! counts the floating-point parameters it writes, which the model summary must report.
 
-use dmove::ir::DType;
-use dmove::onnx::{AttrValue, DimSpec, ModelBuilder};
+use crate::ir::DType;
+use crate::onnx::{AttrValue, DimSpec, ModelBuilder};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;

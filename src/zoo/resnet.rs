@@ -8,8 +8,8 @@
 
 use super::net::{int, ints, Attrs, Exported, Net};
 use super::torch_idioms::sequential_scope;
-use dmove::ir::DType;
-use dmove::onnx::AttrValue;
+use crate::ir::DType;
+use crate::onnx::AttrValue;
 
 /// Blocks per stage, as in ResNet-50.
 pub const STAGES: [usize; 4] = [3, 4, 6, 3];

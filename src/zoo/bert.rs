@@ -9,9 +9,9 @@
 
 use super::net::{int, ints, Exported, Net};
 use super::torch_idioms::{reshape, scope, size_of, split_heads};
-use dmove::ir::DType;
-use dmove::onnx::proto::tensor_proto::DataType;
-use dmove::onnx::AttrValue;
+use crate::ir::DType;
+use crate::onnx::proto::tensor_proto::DataType;
+use crate::onnx::AttrValue;
 
 pub const INPUT_IDS: &str = "input_ids";
 pub const ATTENTION_MASK: &str = "attention_mask";
