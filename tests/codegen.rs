@@ -426,9 +426,9 @@ fn constants_travel_in_the_weights_file() {
     );
     let (w, bias) = (values(6, 10), vec![0.5f32, -1.0, 2.0]);
     p.constants
-        .insert("W".into(), Tensor::f32(vec![2, 3], w.clone()));
+        .insert("W".into(), Tensor::f32(vec![2, 3], w.clone()).into());
     p.constants
-        .insert("B".into(), Tensor::f32(vec![3], bias.clone()));
+        .insert("B".into(), Tensor::f32(vec![3], bias.clone()).into());
     p.build(|b| {
         b.map(
             "aff",
@@ -501,7 +501,7 @@ fn hostile_names_cannot_inject_code() {
     );
     let w = vec![1.0f32, 2.0, 3.0, 4.0];
     p.constants
-        .insert(names[1].into(), Tensor::f32(vec![4], w.clone()));
+        .insert(names[1].into(), Tensor::f32(vec![4], w.clone()).into());
     p.build(|b| {
         b.map(
             "*/ evil(); /*",

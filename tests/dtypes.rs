@@ -335,7 +335,7 @@ fn new_dtypes_round_trip_through_the_text_form() {
             dmove::ir::DataDesc::new(d, vec![4.into()], dmove::ir::DataKind::Constant),
         );
         p.constants
-            .insert(name, Tensor::from_f64(d, vec![4], &values));
+            .insert(name, Tensor::from_f64(d, vec![4], &values).into());
     }
     let text = print_exact(&p);
     for d in DType::ALL {

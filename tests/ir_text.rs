@@ -44,11 +44,11 @@ fn sample() -> Program {
     p.outputs = vec!["C".into(), "D".into()];
     p.constants.insert(
         "B".into(),
-        Tensor::f32(vec![8, 8], (0..64).map(|i| i as f32 * 0.5).collect()),
+        Tensor::f32(vec![8, 8], (0..64).map(|i| i as f32 * 0.5).collect()).into(),
     );
     p.constants.insert(
         "bias".into(),
-        Tensor::f32(vec![4], vec![0.1, -2.0, f32::NAN, f32::INFINITY]),
+        Tensor::f32(vec![4], vec![0.1, -2.0, f32::NAN, f32::INFINITY]).into(),
     );
     p.build(|b| {
         b.map(
@@ -218,7 +218,7 @@ fn prints_the_documented_format() {
     p.inputs = vec!["X".into()];
     p.outputs = vec!["Y".into()];
     p.constants
-        .insert("w".into(), Tensor::f32(vec![2], vec![0.5, -1.25]));
+        .insert("w".into(), Tensor::f32(vec![2], vec![0.5, -1.25]).into());
     p.build(|b| {
         b.map(
             "scale",
@@ -320,7 +320,7 @@ fn constants_of_every_dtype_round_trip() {
             name.into(),
             DataDesc::new(t.dtype(), shape, DataKind::Constant),
         );
-        p.constants.insert(name.into(), t);
+        p.constants.insert(name.into(), t.into());
     }
     assert_round_trips(&p);
     let exact = print_exact(&p);

@@ -315,7 +315,7 @@ fn every_operator() -> Program {
                 .insert(name.clone(), DataDesc::new(t.dtype, t.shape.clone(), kind));
             match value {
                 Some(v) => {
-                    p.constants.insert(name.clone(), v.clone());
+                    p.constants.insert(name.clone(), v.clone().into());
                 }
                 None => p.inputs.push(name.clone()),
             }

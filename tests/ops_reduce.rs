@@ -225,7 +225,7 @@ fn combined(cases: &[Case]) -> Program {
                     consts.push(None);
                 }
                 Operand::Constant(t) => {
-                    p.constants.insert(name.clone(), t.clone());
+                    p.constants.insert(name.clone(), t.clone().into());
                     consts.push(Some(t));
                 }
             }

@@ -140,7 +140,7 @@ pub fn single_matmul(p: &Program) -> Option<MatMulOperands> {
     let mut constants = Vec::new();
     for name in [&a, &b] {
         if let Some(t) = p.constants.get(name) {
-            constants.push((name.clone(), t.clone()));
+            constants.push((name.clone(), t.tensor().clone()));
         } else if !p.inputs.contains(name) {
             return None;
         }

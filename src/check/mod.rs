@@ -123,7 +123,7 @@ pub fn add_op(
             .insert(name.clone(), DataDesc::new(t.dtype, t.shape.clone(), kind));
         match const_refs[i] {
             Some(c) => {
-                p.constants.insert(name.clone(), c.clone());
+                p.constants.insert(name.clone(), c.clone().into());
             }
             None => p.inputs.push(name.clone()),
         }

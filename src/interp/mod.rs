@@ -82,7 +82,7 @@ pub fn run(
                 t.clone()
             }
             DataKind::Constant => match p.constants.get(name) {
-                Some(t) => t.clone(),
+                Some(t) => t.tensor().clone(),
                 None => Tensor::zeros(desc.dtype, shape),
             },
             DataKind::Output | DataKind::Transient => Tensor::zeros(desc.dtype, shape),

@@ -1,9 +1,9 @@
 //! Acyclic dataflow graphs (one per scope) and the program that owns them.
 
+use super::constant::Constant;
 use super::data::DataDesc;
 use super::node::{Memlet, Node, NodeId, NodeKind};
 use super::sym::SymEnv;
-use super::tensor::Tensor;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use petgraph::Direction;
@@ -342,7 +342,8 @@ pub struct Program {
     /// Named integers that may appear in shapes and ranges, with a value once bound.
     pub symbols: BTreeMap<String, Option<i64>>,
     pub data: BTreeMap<String, DataDesc>,
-    pub constants: BTreeMap<String, Tensor>,
+    /// Constant values, shared between copies of the program (see [`Constant`]).
+    pub constants: BTreeMap<String, Constant>,
     /// Caller-visible inputs and outputs, in signature order.
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
@@ -400,7 +401,7 @@ impl Program {
     ) -> (
         &mut BTreeMap<String, DataDesc>,
         &mut u32,
-        &BTreeMap<String, Tensor>,
+        &BTreeMap<String, Constant>,
     ) {
         (&mut self.data, &mut self.next_id, &self.constants)
     }

@@ -6,6 +6,7 @@
 //! transformations. Everything else builds on it.
 
 pub mod build;
+pub mod constant;
 pub mod data;
 pub mod dot;
 pub mod graph;
@@ -19,6 +20,7 @@ pub mod texpr;
 pub mod text;
 pub mod validate;
 
+pub use constant::Constant;
 pub use data::{DType, DataDesc, DataKind, Storage};
 pub use graph::{Graph, Program};
 pub use node::{

@@ -18,7 +18,7 @@ use super::signature::{check_declared, check_options, input_type, Symbols};
 use super::tensor::decode_tensor;
 use crate::ir::build::ScopeBuilder;
 use crate::ir::validate::validate;
-use crate::ir::{Attr, DataDesc, DataKind, Program, Storage, SymExpr, Tensor};
+use crate::ir::{Attr, Constant, DataDesc, DataKind, Program, Storage, SymExpr, Tensor};
 use crate::ops::{self, TensorType};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -185,7 +185,7 @@ struct Importer<'m> {
     /// Type of every tensor defined so far.
     types: BTreeMap<String, TensorType>,
     /// Values of initializers and `Constant` outputs.
-    constants: BTreeMap<String, Tensor>,
+    constants: BTreeMap<String, Constant>,
     /// Who defined each tensor: "graph input", "initializer" or a node label.
     producer: BTreeMap<String, String>,
     /// Declared types of graph outputs and `value_info` entries.
@@ -239,7 +239,7 @@ impl<'m> Importer<'m> {
             );
             self.types
                 .insert(name.clone(), TensorType::new(value.dtype(), shape));
-            self.constants.insert(name, value);
+            self.constants.insert(name, value.into());
         }
         Ok(())
     }
@@ -355,7 +355,7 @@ impl<'m> Importer<'m> {
             let hidden = self.fresh_name(b, &format!("{name}_value"));
             self.declare(b, &hidden, label, &ty, DataKind::Constant)?;
             self.types.insert(hidden.clone(), ty.clone());
-            self.constants.insert(hidden.clone(), value);
+            self.constants.insert(hidden.clone(), value.into());
             return self.emit(
                 b,
                 label,
@@ -370,7 +370,7 @@ impl<'m> Importer<'m> {
         self.check_declared(&name, label, &ty)?;
         self.declare(b, &name, label, &ty, DataKind::Constant)?;
         self.types.insert(name.clone(), ty);
-        self.constants.insert(name, value);
+        self.constants.insert(name, value.into());
         Ok(())
     }
 

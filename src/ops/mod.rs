@@ -76,7 +76,7 @@ pub mod versions;
 mod window;
 
 use crate::ir::build::ScopeBuilder;
-use crate::ir::{Attr, DType, DataDesc, LibraryNode, SymExpr, Tensor};
+use crate::ir::{Attr, Constant, DType, DataDesc, LibraryNode, SymExpr, Tensor};
 use std::collections::BTreeMap;
 
 /// Type of a tensor flowing between operators.
@@ -176,7 +176,7 @@ pub struct ExpandCtx<'c, 'p> {
     /// Output containers by position (`None` for an output the node does not produce).
     pub outputs: Vec<Option<(String, DataDesc)>>,
     /// Values of constant inputs, when known.
-    pub constants: &'c BTreeMap<String, Tensor>,
+    pub constants: &'c BTreeMap<String, Constant>,
     /// Append the replacement maps here; read inputs and write outputs by their container names.
     pub b: &'c mut ScopeBuilder<'p>,
     /// A prefix for labels and transient names, unique to this node.
@@ -213,7 +213,7 @@ impl ExpandCtx<'_, '_> {
     /// Constant value of input `i`, if it is a known constant.
     pub fn constant_input(&self, i: usize) -> Option<&Tensor> {
         let (name, _) = self.inputs.get(i)?.as_ref()?;
-        self.constants.get(name)
+        self.constants.get(name).map(Constant::tensor)
     }
 }
 

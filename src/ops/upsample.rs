@@ -132,7 +132,7 @@ impl Operator for Upsample {
             vec![SymExpr::from(scales.len())],
             DataKind::Constant,
         );
-        let constants = BTreeMap::from([(name.clone(), scales)]);
+        let constants = BTreeMap::from([(name.clone(), scales.into())]);
         let mut resize = ExpandCtx {
             node: ctx.node,
             inputs: vec![Some(x), Some((name, desc))],

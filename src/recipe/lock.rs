@@ -27,9 +27,15 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-/// The lock format this tool writes and reads; a lock of another format is refused rather
-/// than misread.
-pub const FORMAT: u32 = 1;
+/// The lock format this tool writes. Format 1 hashed each program's text with every weight
+/// printed; format 2 hashes each constant by its digest (`transform::engine::program_hash`),
+/// so a format-1 lock is read, but its IR hashes differ from today's for the same programs
+/// ([`drift::compare_header`] says so, and `dmove check --update` re-records them
+/// once). Any other format is refused rather than misread.
+pub const FORMAT: u32 = 2;
+
+/// The oldest format this tool reads.
+pub const OLDEST_FORMAT: u32 = 1;
 
 /// A whole lock file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -168,7 +174,7 @@ impl Lock {
             source,
         };
         let header: Header = serde_json::from_str(text).map_err(malformed)?;
-        if header.format != FORMAT {
+        if !(OLDEST_FORMAT..=FORMAT).contains(&header.format) {
             return Err(LockError::Format {
                 path: path.to_path_buf(),
                 found: header.format,
@@ -215,6 +221,7 @@ impl Lock {
 
     /// This lock rewritten for the current tool and recipe, with `entries` upserted into it.
     pub fn updated(mut self, recipe: &str, recipe_hash: &str, entries: Vec<LockEntry>) -> Lock {
+        self.format = FORMAT;
         self.tool = tool_version();
         self.recipe = recipe.to_string();
         self.recipe_hash = recipe_hash.to_string();

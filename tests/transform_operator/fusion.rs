@@ -340,10 +340,10 @@ fn pad_conv(
     p.inputs.push("X".into());
     p.outputs.push("Y".into());
     p.constants
-        .insert("pads".into(), Tensor::i64(vec![8], pads.to_vec()));
+        .insert("pads".into(), Tensor::i64(vec![8], pads.to_vec()).into());
     p.constants.insert(
         "W".into(),
-        Tensor::f32(w.to_vec(), values(w.iter().product(), 0.2)),
+        Tensor::f32(w.to_vec(), values(w.iter().product(), 0.2)).into(),
     );
     let pad_attrs = pad_attrs
         .iter()
@@ -393,7 +393,7 @@ fn pad_into_conv_merges_spatial_zero_padding() {
     let x = Tensor::f32(vec![2, 2, 4, 5], values(80, 0.05));
     let got = output(&p, &[("X", x.clone())], "Y");
     let xp = zero_padded(&x, &pads);
-    let w = p.constants["W"].clone();
+    let w = p.constants["W"].tensor().clone();
     let shapes = [&xp, &w].map(|t| {
         Some(TensorType::new(
             DType::F32,

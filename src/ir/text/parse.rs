@@ -246,10 +246,12 @@ impl Reader {
         let value = child(&mut it, &item)?;
         match value.as_rule() {
             Rule::value_list => {
-                p.constants.insert(name, from_list(dtype, shape, value)?);
+                p.constants
+                    .insert(name, from_list(dtype, shape, value)?.into());
             }
             Rule::blob_hex => {
-                p.constants.insert(name, from_hex(dtype, shape, value)?);
+                p.constants
+                    .insert(name, from_hex(dtype, shape, value)?.into());
             }
             _ => {
                 let mut parts = value.clone().into_inner();

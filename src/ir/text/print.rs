@@ -3,23 +3,40 @@
 //! the same exactly when they are the same.
 
 use super::lex::{name, quote};
-use super::values::{digest, hex_blob, inline, inline_is_exact, INLINE_LIMIT};
+use super::values::{hex_blob, inline, inline_is_exact, INLINE_LIMIT};
+use crate::ir::constant::Constant;
 use crate::ir::data::Storage;
 use crate::ir::graph::{Graph, Program};
 use crate::ir::node::{Attr, Memlet, Node, NodeKind};
-use crate::ir::tensor::Tensor;
 use crate::ir::texpr::format_float;
 use std::collections::BTreeMap;
 
 /// The human form: constants with more than [`INLINE_LIMIT`] elements appear only as their
 /// sha256 digest and element count.
 pub fn print(p: &Program) -> String {
-    Printer { exact: false }.program(p)
+    Printer {
+        values: Values::Human,
+    }
+    .program(p)
 }
 
 /// The exact form: every constant value is included, so parsing gives the program back.
 pub fn print_exact(p: &Program) -> String {
-    Printer { exact: true }.program(p)
+    Printer {
+        values: Values::Exact,
+    }
+    .program(p)
+}
+
+/// The exact form with every constant value replaced by its sha256 digest: what the program
+/// hash reads. Two programs print alike here exactly when their exact forms are alike (up to a
+/// digest collision), and a constant's digest is computed once per value ([`Constant`]), so
+/// hashing a step costs the program's structure, not its weights.
+pub fn print_digests(p: &Program) -> String {
+    Printer {
+        values: Values::Digests,
+    }
+    .program(p)
 }
 
 /// One node in the human form, a map with its whole body: what `dmove repl`'s `:show` prints.
@@ -30,7 +47,18 @@ pub fn print_node(n: &Node) -> String {
 }
 
 struct Printer {
-    exact: bool,
+    values: Values,
+}
+
+/// How constant values print.
+#[derive(Clone, Copy, PartialEq)]
+enum Values {
+    /// Small ones inline, large ones by digest and element count.
+    Human,
+    /// All of them, exactly.
+    Exact,
+    /// All of them by digest.
+    Digests,
 }
 
 /// Comma-separated names in parentheses.
@@ -102,18 +130,14 @@ impl Printer {
         sections.join("\n")
     }
 
-    fn value(&self, t: &Tensor) -> String {
-        let small = t.len() <= INLINE_LIMIT;
-        if self.exact {
-            if small && inline_is_exact(t) {
-                inline(t)
-            } else {
-                hex_blob(t)
-            }
-        } else if small {
-            inline(t)
-        } else {
-            format!("sha256:{} ({} values)", digest(t), t.len())
+    fn value(&self, c: &Constant) -> String {
+        let small = c.len() <= INLINE_LIMIT;
+        match self.values {
+            Values::Exact if small && inline_is_exact(c) => inline(c),
+            Values::Exact => hex_blob(c),
+            Values::Human if small => inline(c),
+            Values::Human => format!("sha256:{} ({} values)", c.digest(), c.len()),
+            Values::Digests => format!("sha256:{}", c.digest()),
         }
     }
 }

@@ -7,7 +7,6 @@ use crate::ir::scalar::FloatFormat;
 use crate::ir::tensor::{Buffer, Tensor};
 use crate::ir::texpr::format_float;
 use pest::iterators::Pair;
-use sha2::{Digest, Sha256};
 
 /// Constants with at most this many elements are printed inline in the human form.
 pub const INLINE_LIMIT: usize = 16;
@@ -75,11 +74,6 @@ pub fn hex_blob(t: &Tensor) -> String {
     out[..4].copy_from_slice(b"hex:");
     hex::encode_to_slice(&bytes, &mut out[4..]).expect("the buffer holds two digits per byte");
     String::from_utf8(out).expect("hex digits are ASCII")
-}
-
-/// The sha256 of the little-endian bytes, in lowercase hex: how elided constants are named.
-pub fn digest(t: &Tensor) -> String {
-    hex::encode(Sha256::digest(t.to_le_bytes()))
 }
 
 /// Builds a tensor from an inline `value_list` pair.
@@ -233,15 +227,5 @@ mod tests {
         assert_eq!(format_f32(0.1), "0.1");
         assert_eq!(format_f32(2.0), "2.0");
         assert_eq!(format_f32(f32::NEG_INFINITY), "-inf");
-    }
-
-    #[test]
-    fn digest_is_sha256_of_le_bytes() {
-        // sha256 of the 4 bytes 00 00 80 3f (1.0f32), computed independently with sha256sum.
-        let t = Tensor::f32(vec![1], vec![1.0]);
-        assert_eq!(
-            digest(&t),
-            "e00e5eb9444182f352323374ef4e08ebcb784725fdd4fd612d7730540b3e0c8c"
-        );
     }
 }

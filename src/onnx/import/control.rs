@@ -144,7 +144,7 @@ impl Importer<'_> {
                 let reason = format!("{what} (`{tensor}`) has {} elements, not one", value.len());
                 return Err(refusal(label, op, reason, MALFORMED));
             }
-            return Ok(value.clone());
+            return Ok(value.tensor().clone());
         }
         Err(match self.unbound_values.get(container) {
             Some(symbols) if !symbols.is_empty() => {

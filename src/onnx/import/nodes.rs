@@ -133,7 +133,11 @@ impl Importer<'_> {
         let (out_types, folded) = {
             let consts: Vec<Option<&Tensor>> = inputs
                 .iter()
-                .map(|t| t.as_ref().and_then(|t| self.constants.get(t)))
+                .map(|t| {
+                    t.as_ref()
+                        .and_then(|t| self.constants.get(t))
+                        .map(|c| c.tensor())
+                })
                 .collect();
             let out_types = op.infer(&lib, &in_types, &consts).map_err(infer_err)?;
             let all_constant = inputs
@@ -236,7 +240,11 @@ impl Importer<'_> {
         if op != IDENTITY {
             let consts: Vec<Option<&Tensor>> = inputs
                 .iter()
-                .map(|t| t.as_ref().and_then(|t| self.constants.get(t)))
+                .map(|t| {
+                    t.as_ref()
+                        .and_then(|t| self.constants.get(t))
+                        .map(|c| c.tensor())
+                })
                 .collect();
             let present: Vec<bool> = inputs.iter().map(Option::is_some).collect();
             if let Some(reason) = dropout_refusal(&consts, &present) {

@@ -8,7 +8,7 @@
 //! comment does not invalidate a lock; the tool version and the recipe hash are notes, since a
 //! new dmove or an edited recipe that still produces the same program has not drifted.
 
-use super::{Lock, LockEntry, LockedStep};
+use super::{Lock, LockEntry, LockedStep, FORMAT};
 use crate::recipe::run::value::ParamValue;
 use std::fmt;
 
@@ -24,6 +24,12 @@ pub enum Drift {
     Tool {
         locked: String,
         now: String,
+    },
+    /// The lock hashes programs the way an older format did, so every IR hash differs for the
+    /// same programs (a note: the replay decides, `--update` re-records).
+    HashScheme {
+        locked: u32,
+        now: u32,
     },
     /// The recipe or one of its modules changed (a note: the replay decides).
     Recipe {
@@ -55,7 +61,10 @@ pub enum Drift {
 impl Drift {
     /// Whether this difference means the lock no longer reproduces (notes do not).
     pub fn fails(&self) -> bool {
-        !matches!(self, Drift::Tool { .. } | Drift::Recipe { .. })
+        !matches!(
+            self,
+            Drift::Tool { .. } | Drift::Recipe { .. } | Drift::HashScheme { .. }
+        )
     }
 }
 
@@ -107,6 +116,12 @@ pub fn compare(locked: &LockEntry, now: &LockEntry) -> Vec<Drift> {
 /// The notes about the lock as a whole: another tool version, another recipe hash.
 pub fn compare_header(locked: &Lock, tool: &str, recipe_hash: &str) -> Vec<Drift> {
     let mut out = Vec::new();
+    if locked.format != FORMAT {
+        out.push(Drift::HashScheme {
+            locked: locked.format,
+            now: FORMAT,
+        });
+    }
     if locked.tool != tool {
         out.push(Drift::Tool {
             locked: locked.tool.clone(),
@@ -174,6 +189,12 @@ impl fmt::Display for Drift {
                 write!(f, "model changed: locked sha256 {locked}, now {now}")
             }
             Drift::Tool { locked, now } => write!(f, "note: locked by {locked}, now {now}"),
+            Drift::HashScheme { locked, now } => write!(
+                f,
+                "note: lock format {locked} hashed every weight into each IR hash; format {now} \
+                 hashes each constant by its digest, so every IR hash below differs although \
+                 the programs may be the same: `dmove check --update` re-records them once"
+            ),
             Drift::Recipe { locked, now } => write!(
                 f,
                 "note: the recipe changed (hash {} → {}); the replay decides",

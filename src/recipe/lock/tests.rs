@@ -90,11 +90,29 @@ fn floats_and_values_keep_their_natural_json_form() {
 fn another_format_is_refused_not_misread() {
     let text = sample_lock()
         .to_json()
-        .replace("\"format\": 1", "\"format\": 7");
+        .replace("\"format\": 2", "\"format\": 7");
     let err = Lock::from_json(Path::new("x.lock"), &text).expect_err("format 7");
     assert!(matches!(err, LockError::Format { found: 7, .. }), "{err:?}");
     let err = Lock::from_json(Path::new("x.lock"), "{").expect_err("not JSON");
     assert!(matches!(err, LockError::Malformed { .. }), "{err:?}");
+}
+
+#[test]
+fn a_format_one_lock_is_read_with_a_note_and_rewritten_as_today_s_format() {
+    let text = sample_lock()
+        .to_json()
+        .replace("\"format\": 2", "\"format\": 1");
+    let old = Lock::from_json(Path::new("x.lock"), &text).expect("format 1 is read");
+    let notes = drift::compare_header(&old, &old.tool, &old.recipe_hash);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(!notes[0].fails());
+    assert!(
+        notes[0].to_string().contains("dmove check --update"),
+        "{}",
+        notes[0]
+    );
+    let (recipe, hash) = (old.recipe.clone(), old.recipe_hash.clone());
+    assert_eq!(old.updated(&recipe, &hash, Vec::new()).format, FORMAT);
 }
 
 #[test]

@@ -1,17 +1,19 @@
 //! Program fingerprints: one hash of the whole program for traces, and one hash per node to
 //! find what a step changed.
 
-use crate::ir::text::print_exact;
+use crate::ir::text::print_digests;
 use crate::ir::{Graph, NodeId, NodeKind, Program};
 use sha2::{Digest, Sha256};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
-/// The hash of the program's exact text form (every declaration, constant value, node id,
-/// memlet), so two programs hash alike exactly when they print alike.
+/// The hash of the program's exact text form (every declaration, node id, memlet) with each
+/// constant value as its digest, so two programs hash alike exactly when they print alike, and
+/// a step hashes the program's structure, not its weights (each constant's digest is computed
+/// once per value).
 pub fn program_hash(p: &Program) -> String {
-    let digest = Sha256::digest(print_exact(p).as_bytes());
+    let digest = Sha256::digest(print_digests(p).as_bytes());
     hex::encode(&digest[..16])
 }
 
@@ -84,4 +86,41 @@ pub(super) fn compare(
         .map(|(k, _)| *k)
         .collect();
     (added, removed, modified)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::text::{parse, print_exact};
+    use crate::ir::{Constant, Tensor};
+    use crate::onnx::{import_file, ImportOptions};
+
+    fn mlp() -> Program {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mlp.onnx");
+        import_file(&path, &ImportOptions::default()).expect("the fixture imports")
+    }
+
+    #[test]
+    fn the_hash_survives_printing_and_parsing_the_exact_form() {
+        let p = mlp();
+        let back = parse(&print_exact(&p)).expect("parses").program;
+        assert_eq!(program_hash(&back), program_hash(&p));
+    }
+
+    #[test]
+    fn the_hash_reads_every_constant_value() {
+        let p = mlp();
+        let mut changed = p.clone();
+        let w = changed.constants.get_mut("w").expect("the weight");
+        let mut values = w.to_f64_vec();
+        values[7] += 1.0;
+        *w = Constant::new(Tensor::from_f64(w.dtype(), w.shape.clone(), &values));
+        assert_ne!(program_hash(&changed), program_hash(&p));
+        // A copy shares each value and its digest: hashing it again costs no weight bytes.
+        let copy = p.clone();
+        assert!(std::ptr::eq(
+            p.constants["w"].digest(),
+            copy.constants["w"].digest()
+        ));
+    }
 }

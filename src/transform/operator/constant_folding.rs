@@ -134,7 +134,7 @@ impl Transformation for ConstantFolding {
                 if let Some(desc) = p.data.get_mut(&name) {
                     desc.kind = DataKind::Constant;
                 }
-                p.constants.insert(name, value);
+                p.constants.insert(name, value.into());
             }
             prune(p, &names);
             Ok(vec![id])

@@ -461,7 +461,7 @@ pub(crate) fn declare_constant(p: &mut Program, base: &str, value: Tensor) -> St
         name.clone(),
         DataDesc::new(value.dtype(), shape, DataKind::Constant),
     );
-    p.constants.insert(name.clone(), value);
+    p.constants.insert(name.clone(), value.into());
     name
 }
 
