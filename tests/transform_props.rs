@@ -14,6 +14,10 @@
 //! makes [`CALLS`] calls, so `.ci/run`'s 1000 cases make 10,000; about half the cases run on
 //! small operator-level programs so the library-node rewrites get real sites too.
 //! `DMOVE_PROPTEST_CASES=2000 cargo test --test transform_props` runs many more cases.
+//!
+//! Both properties are about dmove's built-in transformations ([`builtins`], not `all`): a
+//! script loaded in the same process registers its transformations process-wide, and the
+//! script tests load some that are wrong on purpose.
 
 mod common;
 
@@ -25,7 +29,7 @@ use dmove::ir::{NodeId, NodeKind, Program};
 use dmove::pattern::library::builtin;
 use dmove::pattern::{find_all, Matcher};
 use dmove::transform::engine::{Checks, Engine, Layer};
-use dmove::transform::{all, ParamDecl, ParamKind, ParamValue, Params};
+use dmove::transform::{builtins, ParamDecl, ParamKind, ParamValue, Params};
 use proptest::prelude::{any, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy};
 
 /// A parameter value for `decl` from random seeds: small integers, and integer lists that are
@@ -90,7 +94,7 @@ proptest! {
         prop_assert!(validate(&original).is_ok(), "{:?}", validate(&original));
         let inputs = random_inputs(&original, 11).expect("static shapes");
         let mut p = original.clone();
-        let transformations = all();
+        let transformations = builtins();
         let chain = builtin("elementwise_chain").expect("built-in");
         let mut matcher = Matcher::new(chain.clone(), &p);
         for (t_seed, site_seed, param_seed, lower) in steps {
@@ -318,7 +322,7 @@ proptest! {
             Some(k) => library_program(k),
             None => program(r, c, &ops),
         };
-        let transformations = all();
+        let transformations = builtins();
         for (t_seed, site_seed, param_seed, lower_legality) in calls {
             // Half the calls pick among the transformations that have a candidate here, so
             // most rewrites are really attempted; the rest pick any.

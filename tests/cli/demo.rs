@@ -77,8 +77,8 @@ fn every_step_of_a_small_demo_is_a_complete_checked_record() {
         let at = format!("steps[{i}]");
         let t = step["transformation"].as_str().expect("transformation");
         assert!(
-            dmove::transform::all().iter().any(|x| x.name() == t),
-            "{at}: `{t}` is no registered transformation"
+            dmove::transform::builtins().iter().any(|x| x.name() == t),
+            "{at}: `{t}` is no built-in transformation"
         );
         let site = step["site"].as_array().expect("site");
         assert!(!site.is_empty(), "{at}: empty site");
