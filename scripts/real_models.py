@@ -16,7 +16,7 @@ and `OUTDIR/models.json` lists, per model, its opset and IR version, its operato
 `--dim NAME=VALUE` and `--shape INPUT=DIMS` bindings to import it with, each input's and
 output's name, element type and shape, and the oracle that computed the outputs: ONNX Runtime
 when it runs the model, otherwise `onnx.reference.ReferenceEvaluator`, with ONNX Runtime's
-reason recorded (`oracle_note`). tests/real_models.rs imports, lowers and compares them.
+reason recorded (`oracle_note`). tests/suite/real_models/ imports, lowers and compares them.
 
 Exit status 3 with a line `UNAVAILABLE why` when the onnx package is missing or too old.
 """

@@ -8,7 +8,7 @@
 //! estimate is `1 + (d − 1)/rate`); each sampled access stands for `1/rate` accesses. [`super::collect::analyze`] scales both. The estimate is unbiased for
 //! the histogram and miss-ratio curve; DMD (a concave function of the distance) is estimated with
 //! a small bias. Measured error against the exact engine on real traces is in
-//! `docs/dmd-vs-time.md` and checked by `tests/analysis.rs`.
+//! `docs/dmd-vs-time.md` and checked by `tests/suite/analysis/`.
 
 use super::reuse::mix64;
 

@@ -7,7 +7,7 @@
 //! (`recipes/*.recipe`) are locked against some of them: [`recipe_models`] lists those, and
 //! `dmove models` writes them, so a fresh clone can run `dmove check recipes/*.recipe` without
 //! binaries in git. The locks record each model's SHA-256, so any change to a builder that
-//! alters these bytes shows up as drift in `dmove check` (and in `tests/recipe_models.rs`).
+//! alters these bytes shows up as drift in `dmove check` (and in `tests/suite/recipe_models.rs`).
 
 pub mod bert;
 pub mod decoder;

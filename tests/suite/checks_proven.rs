@@ -1,0 +1,247 @@
+//! The checks are proven, not claimed: deliberately broken transformations pass their own
+//! preconditions and then compute the wrong result, break an invariant or introduce a data race.
+//! Each must be refused by the right layer, the program restored byte for byte, and the refusal
+//! reported with the transformation and the node.
+
+use crate::common::{declare, elementwise_chain};
+use dmove::ir::build::{In, Out};
+use dmove::ir::text::print_exact;
+use dmove::ir::{
+    BinOp, DataKind, NodeId, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr,
+};
+use dmove::transform::engine::{Checks, Engine, Layer, Outcome, Refusal};
+use dmove::transform::{
+    Call, Level, NodeClass, NotApplicable, Params, Plan, Role, Schema, Transformation,
+};
+
+const MAP: &[Role] = &[Role::new("map", NodeClass::Map, "the map to break")];
+
+/// Replaces the first tasklet's expressions in the map's body by `x + 1`: valid IR, wrong
+/// values.
+struct WrongResult;
+
+const WRONG: Schema = Schema {
+    name: "TestWrongResult",
+    level: Level::IntraOperator,
+    doc: "test only: a rewrite that computes something else",
+    site: MAP,
+    params: &[],
+};
+
+impl Transformation for WrongResult {
+    fn schema(&self) -> &'static Schema {
+        &WRONG
+    }
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
+        Ok(Plan::new(move |p| {
+            let edit = p.edit(id).expect("the site is a map");
+            if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
+                for idx in m.body.ordered() {
+                    if let NodeKind::Tasklet(t) = &mut m.body.node_mut(idx).kind {
+                        let input = TExpr::input(t.inputs[0].as_str());
+                        for (_, e) in &mut t.outputs {
+                            *e = TExpr::binary(BinOp::Add, input.clone(), TExpr::Const(1.0));
+                        }
+                        break;
+                    }
+                }
+            }
+            Ok(vec![id])
+        }))
+    }
+}
+
+/// Drops the declaration of every transient: the program then names undeclared containers.
+struct InvalidIr;
+
+const INVALID: Schema = Schema {
+    name: "TestInvalidIr",
+    level: Level::InterOperator,
+    doc: "test only: a rewrite that leaves an invalid program",
+    site: MAP,
+    params: &[],
+};
+
+impl Transformation for InvalidIr {
+    fn schema(&self) -> &'static Schema {
+        &INVALID
+    }
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
+        Ok(Plan::new(move |p| {
+            p.data.retain(|_, d| d.kind != DataKind::Transient);
+            Ok(vec![id])
+        }))
+    }
+}
+
+/// Marks the map parallel without asking whether its iterations conflict.
+struct Racy;
+
+const RACY: Schema = Schema {
+    name: "TestRacy",
+    level: Level::IntraOperator,
+    doc: "test only: parallelizes without a legality check",
+    site: MAP,
+    params: &[],
+};
+
+impl Transformation for Racy {
+    fn schema(&self) -> &'static Schema {
+        &RACY
+    }
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
+        Ok(Plan::new(move |p| {
+            let edit = p.edit(id).expect("the site is a map");
+            if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
+                m.schedule = Schedule::Parallel;
+            }
+            Ok(vec![id])
+        }))
+    }
+}
+
+/// The first top-level map of `p`.
+fn first_map(p: &Program) -> NodeId {
+    let mut maps = Vec::new();
+    p.graph.walk(&mut |n| {
+        if matches!(n.kind, NodeKind::Map(_)) {
+            maps.push(n.id);
+        }
+    });
+    maps[0]
+}
+
+/// `S[0] = X[i]` for every i: each iteration writes the same element (last write wins
+/// sequentially; a race in parallel).
+fn last_element() -> Program {
+    let mut p = Program::new("last");
+    declare(&mut p, "X", &[8], DataKind::Input);
+    declare(&mut p, "S", &[1], DataKind::Output);
+    p.build(|b| {
+        b.map(
+            "last",
+            vec![("i", Range::upto(8))],
+            Schedule::Sequential,
+            |b| {
+                let x = Subset::element([SymExpr::sym("i")]);
+                let s = Subset::element([SymExpr::Int(0)]);
+                b.tasklet(
+                    "copy",
+                    vec![In("x", "X", x)],
+                    vec![Out("y", "S", s, None, TExpr::input("x"))],
+                );
+            },
+        );
+    });
+    p
+}
+
+/// Applies `t` at the first map and returns the refusal, asserting the program is unchanged.
+fn refused(p: &mut Program, t: &dyn Transformation, checks: Checks) -> Refusal {
+    let before = print_exact(p);
+    let site = [first_map(p)];
+    let refusal = Engine::new(checks)
+        .apply(p, t, &site, &Params::new())
+        .expect_err("a broken rewrite must be refused");
+    assert_eq!(
+        print_exact(p),
+        before,
+        "the program must be restored exactly"
+    );
+    refusal
+}
+
+#[test]
+fn wrong_numerics_are_refused_by_the_numerics_layer() {
+    let mut p = elementwise_chain(4, 6);
+    let r = refused(&mut p, &WrongResult, Checks::default());
+    assert!(matches!(r, Refusal::Numerics { .. }), "{r:?}");
+    assert_eq!(r.layer(), Some(Layer::Numerics));
+    let text = r.to_string();
+    assert!(
+        text.contains("TestWrongResult") && text.contains("changed the results"),
+        "{text}"
+    );
+}
+
+#[test]
+fn wrong_numerics_pass_only_when_the_user_lowered_numerics_and_the_step_says_so() {
+    let mut p = elementwise_chain(4, 6);
+    let site = [first_map(&p)];
+    let checks = Checks::default().lower(Layer::Numerics, "test: accepted on purpose");
+    let step = Engine::new(checks)
+        .apply(&mut p, &WrongResult, &site, &Params::new())
+        .expect("numerics lowered");
+    let numerics = step.checks.iter().find(|c| c.layer == Layer::Numerics);
+    assert_eq!(
+        numerics.map(|c| &c.outcome),
+        Some(&Outcome::Lowered {
+            reason: "test: accepted on purpose".into(),
+            waived: vec![]
+        })
+    );
+    assert_eq!(
+        step.lowered().get(&Layer::Numerics).map(String::as_str),
+        Some("test: accepted on purpose")
+    );
+}
+
+#[test]
+fn invalid_ir_is_refused_by_the_structural_layer_even_with_everything_lowered() {
+    let mut p = elementwise_chain(4, 6);
+    let checks = Checks::default()
+        .lower(Layer::Numerics, "test")
+        .lower(Layer::Legality, "test")
+        .lower(Layer::Structural, "cannot be lowered");
+    let r = refused(&mut p, &InvalidIr, checks);
+    assert!(matches!(r, Refusal::Invalid { .. }), "{r:?}");
+    assert_eq!(r.layer(), Some(Layer::Structural));
+    assert!(r.to_string().contains("produced an invalid program"), "{r}");
+}
+
+#[test]
+fn a_data_race_is_refused_by_the_legality_layer() {
+    let mut p = last_element();
+    let r = refused(&mut p, &Racy, Checks::default());
+    match &r {
+        Refusal::Race { node, reason, .. } => {
+            assert_eq!(*node, first_map(&p));
+            assert!(
+                reason.contains('S'),
+                "the reason names the container: {reason}"
+            );
+        }
+        other => panic!("expected a race refusal, got {other:?}"),
+    }
+    assert_eq!(r.layer(), Some(Layer::Legality));
+}
+
+#[test]
+fn a_race_passes_only_with_legality_lowered_and_is_recorded_as_waived() {
+    let mut p = last_element();
+    let site = [first_map(&p)];
+    let checks = Checks::default().lower(Layer::Legality, "test: known race");
+    let step = Engine::new(checks)
+        .apply(&mut p, &Racy, &site, &Params::new())
+        .expect("legality lowered");
+    let legality = step.checks.iter().find(|c| c.layer == Layer::Legality);
+    match legality.map(|c| &c.outcome) {
+        Some(Outcome::Lowered { reason, waived }) => {
+            assert_eq!(reason, "test: known race");
+            assert_eq!(waived.len(), 1, "{waived:?}");
+        }
+        other => panic!("expected a lowered legality record, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_built_in_parallelize_refuses_the_same_race_in_its_preconditions() {
+    let mut p = last_element();
+    let t = dmove::transform::find("Parallelize").expect("built in");
+    let r = refused(&mut p, t, Checks::default());
+    assert!(matches!(r, Refusal::NotApplicable(_)), "{r:?}");
+    assert_eq!(r.layer(), None);
+}
