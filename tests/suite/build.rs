@@ -314,8 +314,10 @@ fn median_ms(stdout: &str) -> f64 {
 /// runtime settings as `dmove bench`, see the test above), alternating over several rounds.
 /// The optimized program once ran 56–190× slower here (a barrier's sleeping thread woken a
 /// scheduler tick late); the bound tolerates the machine's noise (a ratio of medians, never
-/// an absolute time), not that.
+/// an absolute time), not that. It measures, so it runs alone: the other tests of a
+/// `cargo test` run compile and compute beside it and would be a second, unmeasured load.
 #[test]
+#[ignore = "a timing ratio beside a busy process: run alone, as .ci/run does (--ignored --test-threads=1)"]
 fn the_optimized_mlp_is_not_slower_than_its_baseline_beside_a_busy_process() {
     let model = fixture("mlp.onnx");
     let recipe = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("recipes/mlp.recipe");
