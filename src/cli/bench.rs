@@ -2,7 +2,7 @@
 //! side by side (see [`crate::demo::bench`]), as a table per workload or as JSON.
 
 use super::recipe::{load_checked, load_model, locked_decisions, ScriptLimits};
-use super::{is_onnx, load_program, print_json, write_output, Bindings, CliError};
+use super::{is_onnx, print_json, write_output, Bindings, CliError};
 use crate::bench::machine::Machine;
 use crate::bench::peer::Peer;
 use crate::bench::report::{
@@ -105,13 +105,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
     let mode = Mode::for_stderr(args.json);
     let machine = Machine::detect();
     let prepared = {
-        let sources = sources(args)?;
+        let sources = sources(args, &recipe)?;
         let bar = Progress::new(mode, "optimizing", sources.len() as u64);
         let mut prepared = Vec::new();
-        let fixed = locked(args, &recipe)?;
-        for (name, title, program, onnx) in sources {
+        for ((name, title, program, onnx), fixed) in sources {
             bar.step(&format!("{name}: running {}", args.recipe.display()));
-            let fixed = fixed.clone();
             prepared.push(prepare(
                 &name, &title, program, onnx, &recipe, fixed, &opts,
             )?);
@@ -248,45 +246,33 @@ fn options(args: &BenchArgs) -> BenchOptions {
     }
 }
 
-/// The decisions the recipe's lock records for the model (see
-/// [`super::recipe::locked_decisions`]); none for the suite, whose models no lock names.
-fn locked(args: &BenchArgs, recipe: &Loaded) -> Result<BTreeMap<String, ParamValue>, CliError> {
-    let Some(path) = &args.model else {
-        return Ok(BTreeMap::new());
-    };
-    let lock_path = super::recipe::run::default_lock(&args.recipe);
-    let model = load_model(path, &args.bindings, &BTreeMap::new(), &lock_path)?;
-    locked_decisions(recipe, &args.recipe, &model)
-}
-
-/// The workloads to run: (name, title, program as imported, ONNX bytes for the peers).
+/// A workload: (name, title, program as imported, ONNX bytes for the peers).
 type Source = (String, String, crate::ir::Program, Option<Vec<u8>>);
 
-fn sources(args: &BenchArgs) -> Result<Vec<Source>, CliError> {
+/// Parameter values replayed from a lock, by key.
+type Decisions = BTreeMap<String, ParamValue>;
+
+/// The workloads to run, each with the decisions the recipe's lock records for it (see
+/// [`super::recipe::locked_decisions`]; none for the suite, whose models no lock names). A
+/// model is read and imported once, for both.
+fn sources(args: &BenchArgs, recipe: &Loaded) -> Result<Vec<(Source, Decisions)>, CliError> {
     let Some(path) = &args.model else {
         return (suite::models(args.seed).into_iter())
             .map(|m| {
-                Ok((
-                    m.name.to_string(),
-                    m.title,
-                    import_bytes(&m.onnx)?,
-                    Some(m.onnx),
-                ))
+                let program = import_bytes(&m.onnx)?;
+                let source = (m.name.to_string(), m.title, program, Some(m.onnx));
+                Ok((source, BTreeMap::new()))
             })
             .collect();
     };
-    let program = load_program(path, &args.bindings)?;
-    let onnx = if is_onnx(path) {
-        Some(std::fs::read(path).map_err(|source| CliError::Read {
-            path: path.clone(),
-            source,
-        })?)
-    } else {
-        None
-    };
+    let lock_path = super::recipe::run::default_lock(&args.recipe);
+    let model = load_model(path, &args.bindings, &BTreeMap::new(), &lock_path)?;
+    let fixed = locked_decisions(recipe, &args.recipe, &model)?;
     let name =
         (path.file_stem()).map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned());
-    Ok(vec![(name, path.display().to_string(), program, onnx)])
+    let onnx = is_onnx(path).then_some(model.bytes);
+    let source = (name, path.display().to_string(), model.program, onnx);
+    Ok(vec![(source, fixed)])
 }
 
 fn comparisons(idle: &[Measured], loaded: &[Measured]) -> Vec<UnderLoad> {
