@@ -61,7 +61,7 @@ pub struct AnalyzeArgs {
 
 /// What is analyzed: a program (with its symbols) or a built-in kernel.
 enum Subject {
-    Program(Program),
+    Program(Box<Program>),
     Kernel(String, BTreeMap<String, String>),
 }
 
@@ -70,7 +70,7 @@ impl Subject {
     fn source(&self, set: Option<(&str, u64)>) -> Result<Box<dyn AccessSource>, AnalysisError> {
         match self {
             Subject::Program(p) => {
-                let mut p = p.clone();
+                let mut p = Program::clone(p);
                 if let Some((name, v)) = set {
                     if !p.symbols.contains_key(name) {
                         return Err(AnalysisError::BadOption(format!(
@@ -96,7 +96,7 @@ impl Subject {
 pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
     let subject =
         match (&args.model, &args.kernel) {
-            (Some(path), None) => Subject::Program(load_program(path, &args.bindings)?),
+            (Some(path), None) => Subject::Program(Box::new(load_program(path, &args.bindings)?)),
             (None, Some(kernel)) => Subject::Kernel(kernel.clone(), kernel_params(&args.params)?),
             _ => return Err(CliError::Usage(
                 "give either a MODEL file or `--kernel NAME` (e.g. --kernel matmul --param n=64)"
@@ -114,7 +114,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
                 "`--choose-tile` rewrites a program: give a MODEL, not a kernel".into(),
             ));
         };
-        return choose_tile(p, map, &args.candidates, &opts, args.json);
+        return choose_tile(*p, map, &args.candidates, &opts, args.json);
     }
     if let Some(spec) = &args.sweep {
         let (param, values) = parse_sweep(spec)?;

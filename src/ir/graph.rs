@@ -8,14 +8,30 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use petgraph::Direction;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
 /// One scope's dataflow graph. Backed by a petgraph `StableDiGraph` so indices of untouched
 /// nodes survive removals; program-wide identity is the [`NodeId`] stored in each node. The
 /// storage is private: other modules go through the methods below, so petgraph stays an
 /// implementation detail of `ir`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Graph {
     g: StableDiGraph<Node, Memlet>,
+    /// The digest of this scope's text form (`ir::text::scope_digest`), computed on first use.
+    /// Every `&mut self` method forgets it, and a nested scope is reachable mutably only
+    /// through one of them, so a kept digest is always current: a checked step re-hashes only
+    /// the scopes it changed, and a copy (a rollback snapshot) keeps the digests it copied.
+    digest: OnceLock<[u8; 32]>,
+    /// Each node's digest (its text with its edges, `ir::text::node_digest`), by node index,
+    /// kept the same way: changing a node, or adding, removing or editing one of its edges,
+    /// forgets that node's, so re-hashing a wide scope after a step costs the nodes it touched.
+    node_digests: Vec<OnceLock<[u8; 32]>>,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph").field("g", &self.g).finish()
+    }
 }
 
 impl PartialEq for Graph {
@@ -60,6 +76,48 @@ pub struct Edge<'a> {
 }
 
 impl Graph {
+    /// Forgets the kept digests of these nodes (and the scope's).
+    fn forget(&mut self, nodes: &[NodeIndex]) {
+        self.digest.take();
+        for idx in nodes {
+            if let Some(slot) = self.node_digests.get_mut(idx.index()) {
+                slot.take();
+            }
+        }
+    }
+
+    /// Forgets every kept digest of this scope.
+    fn forget_all(&mut self) {
+        self.digest.take();
+        for slot in &mut self.node_digests {
+            slot.take();
+        }
+    }
+
+    /// The digest kept for this scope, computed by `compute` when there is none (see the
+    /// `digest` field; `ir::text::scope_digest` is the only caller).
+    pub(crate) fn digest_with(&self, compute: impl FnOnce() -> [u8; 32]) -> [u8; 32] {
+        *self.digest.get_or_init(compute)
+    }
+
+    /// The digest kept for node `idx`, computed by `compute` when there is none
+    /// (`ir::text::node_digest` is the only caller).
+    pub(crate) fn node_digest_with(
+        &self,
+        idx: NodeIndex,
+        compute: impl FnOnce() -> [u8; 32],
+    ) -> [u8; 32] {
+        match self.node_digests.get(idx.index()) {
+            Some(slot) => *slot.get_or_init(compute),
+            None => compute(),
+        }
+    }
+
+    /// Both endpoints of edge `id`, when it exists.
+    fn endpoints(&self, id: EdgeIndex) -> Vec<NodeIndex> {
+        (self.g.edge_endpoints(id)).map_or(Vec::new(), |(a, b)| vec![a, b])
+    }
+
     /// Node indices in index order (stable across removals), for scans that must be
     /// deterministic but need not be topological; see [`Graph::ordered`] for program order.
     pub fn node_indices(&self) -> impl Iterator<Item = NodeIndex> + '_ {
@@ -74,6 +132,7 @@ impl Graph {
     /// Mutable nodes, in index order, for edits applied to every node of the scope (renames,
     /// symbol substitution).
     pub fn nodes_mut(&mut self) -> impl Iterator<Item = &mut Node> + '_ {
+        self.forget_all();
         self.g.node_weights_mut()
     }
 
@@ -100,21 +159,27 @@ impl Graph {
 
     /// Mutable memlets of every edge, in edge-index order, for edits applied to all of them.
     pub fn memlets_mut(&mut self) -> impl Iterator<Item = &mut Memlet> + '_ {
+        self.forget_all();
         self.g.edge_weights_mut()
     }
 
     /// The memlet on edge `id`, to edit one edge in place (keeps its index and endpoints).
     pub fn memlet_mut(&mut self, id: EdgeIndex) -> &mut Memlet {
+        self.forget(&self.endpoints(id));
         &mut self.g[id]
     }
 
     /// Removes a node and its edges; other indices stay valid. `None` if already gone.
     pub fn remove_node(&mut self, idx: NodeIndex) -> Option<Node> {
+        let mut touched: Vec<NodeIndex> = self.g.neighbors_undirected(idx).collect();
+        touched.push(idx);
+        self.forget(&touched);
         self.g.remove_node(idx)
     }
 
     /// Removes one edge; other indices stay valid. `None` if already gone.
     pub fn remove_edge(&mut self, id: EdgeIndex) -> Option<Memlet> {
+        self.forget(&self.endpoints(id));
         self.g.remove_edge(id)
     }
 
@@ -136,10 +201,18 @@ impl Graph {
     }
 
     pub fn add_node(&mut self, node: Node) -> NodeIndex {
-        self.g.add_node(node)
+        let idx = self.g.add_node(node);
+        // A removed node's index is reused: its slot may hold the old node's digest.
+        if self.node_digests.len() <= idx.index() {
+            self.node_digests
+                .resize_with(idx.index() + 1, OnceLock::new);
+        }
+        self.forget(&[idx]);
+        idx
     }
 
     pub fn add_edge(&mut self, from: NodeIndex, to: NodeIndex, memlet: Memlet) -> EdgeIndex {
+        self.forget(&[from, to]);
         self.g.add_edge(from, to, memlet)
     }
 
@@ -148,6 +221,7 @@ impl Graph {
     }
 
     pub fn node_mut(&mut self, idx: NodeIndex) -> &mut Node {
+        self.forget(&[idx]);
         &mut self.g[idx]
     }
 
@@ -278,6 +352,7 @@ impl Graph {
             NodeKind::Map(m) => m.body.locate(id).is_some(),
             _ => false,
         })?;
+        self.forget(&[holder]);
         match &mut self.g[holder].kind {
             NodeKind::Map(m) => m.body.locate_mut(id),
             _ => None,

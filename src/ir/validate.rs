@@ -2,7 +2,7 @@
 //! breaks it; all violations are collected, not just the first.
 
 use super::graph::{Graph, Program};
-use super::node::{LibraryNode, MapParam, NodeId, NodeKind};
+use super::node::{LibraryNode, MapParam, Node, NodeId, NodeKind};
 use super::subset::{Dim, ParamBounds};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -52,13 +52,55 @@ fn render(v: &[Violation]) -> String {
 
 /// Checks every invariant of the IR.
 pub fn validate(p: &Program) -> Result<(), InvalidIr> {
+    let everything = Since {
+        node: &|_| Fresh::Whole,
+        taken_elsewhere: &|_| false,
+        new_names: &BTreeSet::new(),
+    };
+    validate_since(p, &everything)
+}
+
+/// How much of a node a step may have changed, for [`validate_since`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fresh {
+    /// Nothing: the node, its edges, its body and every enclosing scope are as they were.
+    No,
+    /// The node (or one of its edges) changed, or something in its body did; its enclosing
+    /// scopes' parameters did not.
+    Changed,
+    /// The node and everything below it must be checked (it is new, or its own parameters or
+    /// scope changed, which changes the context of its whole body).
+    Whole,
+}
+
+/// What a step changed since a program that passed [`validate`], with the same declarations
+/// and symbols (a step that changed those must be validated whole).
+pub struct Since<'a> {
+    /// How much of each node changed.
+    pub node: &'a dyn Fn(&Node) -> Fresh,
+    /// Whether a new node's id is taken by a node in a part that is not re-checked.
+    pub taken_elsewhere: &'a dyn Fn(NodeId) -> bool,
+    /// Containers declared since: no map parameter anywhere may shadow them.
+    pub new_names: &'a BTreeSet<String>,
+}
+
+/// Checks the invariants a step could have broken in `p`, trusting the parts `since` says it
+/// did not change: the program-level declarations, and in every scope the nodes that changed,
+/// the edges that touch them and the scope's acyclicity. A scope under an unchanged map is
+/// not entered. Equal to [`validate`] when `since` tells the truth (debug builds of the
+/// engine compare the two after every step).
+pub fn validate_since(p: &Program, since: &Since) -> Result<(), InvalidIr> {
     let mut v = Validator {
         p,
+        since,
         out: Vec::new(),
         seen: BTreeSet::new(),
     };
     v.program();
-    v.graph(&p.graph, &[]);
+    if !since.new_names.is_empty() {
+        v.shadowing(&p.graph);
+    }
+    v.graph(&p.graph, &[], false);
     if v.out.is_empty() {
         Ok(())
     } else {
@@ -68,6 +110,7 @@ pub fn validate(p: &Program) -> Result<(), InvalidIr> {
 
 struct Validator<'a> {
     p: &'a Program,
+    since: &'a Since<'a>,
     out: Vec<Violation>,
     seen: BTreeSet<NodeId>,
 }
@@ -119,8 +162,34 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// A map parameter anywhere named like a container declared since the last check.
+    fn shadowing(&mut self, g: &Graph) {
+        for node in g.nodes() {
+            if let NodeKind::Map(m) = &node.kind {
+                for prm in (m.params.iter()).filter(|q| self.since.new_names.contains(&q.name)) {
+                    self.fail(
+                        Location::Node(node.id),
+                        format!("map parameter `{}` shadows a program name", prm.name),
+                    );
+                }
+                self.shadowing(&m.body);
+            }
+        }
+    }
+
     /// Checks one scope; `scope` lists the parameters of the enclosing maps, outermost first.
-    fn graph(&mut self, g: &Graph, scope: &[&MapParam]) {
+    /// With `whole`, every node of it is checked; otherwise only those [`Since`] says changed.
+    fn graph(&mut self, g: &Graph, scope: &[&MapParam], whole: bool) {
+        let fresh = |n: &Node| match whole {
+            true => Fresh::Whole,
+            false => (self.since.node)(n),
+        };
+        let checked: BTreeSet<_> = (g.node_indices())
+            .filter(|&i| fresh(g.node(i)) != Fresh::No)
+            .collect();
+        if checked.is_empty() {
+            return;
+        }
         if let Err(cycle) = g.topo_order() {
             let first = cycle[0];
             self.fail(
@@ -128,9 +197,9 @@ impl<'a> Validator<'a> {
                 format!("dataflow cycle through nodes {cycle:?}"),
             );
         }
-        for idx in g.node_indices() {
+        for &idx in &checked {
             let node = g.node(idx);
-            if !self.seen.insert(node.id) {
+            if !self.seen.insert(node.id) || (self.since.taken_elsewhere)(node.id) {
                 self.fail(Location::Node(node.id), "node id used twice".into());
             }
             let here = Location::Node(node.id);
@@ -163,12 +232,15 @@ impl<'a> Validator<'a> {
                     let mut inner: Vec<&MapParam> = scope.to_vec();
                     inner.extend(m.params.iter());
                     self.map_boundary(g, idx);
-                    self.graph(&m.body, &inner);
+                    let whole = fresh(node) == Fresh::Whole;
+                    self.graph(&m.body, &inner, whole);
                 }
             }
         }
         for e in g.edges() {
-            self.edge(g, e.from, e.to, e.memlet, scope);
+            if checked.contains(&e.from) || checked.contains(&e.to) {
+                self.edge(g, e.from, e.to, e.memlet, scope);
+            }
         }
     }
 

@@ -28,11 +28,12 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// The lock format this tool writes. Format 1 hashed each program's text with every weight
-/// printed; format 2 hashes each constant by its digest (`transform::engine::program_hash`),
-/// so a format-1 lock is read, but its IR hashes differ from today's for the same programs
-/// ([`drift::compare_header`] says so, and `dmove check --update` re-records them
-/// once). Any other format is refused rather than misread.
-pub const FORMAT: u32 = 2;
+/// printed; format 2 each constant by its digest; format 3 also each scope by its digest (the
+/// Merkle form of `transform::engine::program_hash`). An older lock is read, but its IR
+/// hashes differ from today's for the same programs ([`drift::compare_header`] says so, and
+/// `dmove check --update` re-records them once). Any other format is refused rather than
+/// misread.
+pub const FORMAT: u32 = 3;
 
 /// The oldest format this tool reads.
 pub const OLDEST_FORMAT: u32 = 1;

@@ -28,11 +28,11 @@ use super::{
     check_site, Args, Legality, NotApplicable, ParamError, Params, SiteError, Transformation,
 };
 use crate::check::NumericsError;
-use crate::ir::validate::{validate, InvalidIr};
+use crate::ir::validate::{validate, validate_since, Fresh, InvalidIr, Since};
 use crate::ir::{NodeId, Program};
 use crate::pattern::Change;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// A check layer. Structural invariants always run; the caller may lower the other two.
@@ -292,6 +292,9 @@ pub struct Engine {
     pub checks: Checks,
     cache: numerics::OutputCache,
     log: Vec<TimedStep>,
+    /// The hash of the last program this engine found valid: a step from it validates only
+    /// what it changed.
+    valid: Option<String>,
 }
 
 impl Engine {
@@ -359,20 +362,24 @@ impl Engine {
         let summary = step_line(t.name(), &site, &args.to_params());
         let started = Instant::now();
         let snapshot = p.clone();
-        let hash_before = program_hash(p);
-        let before = diff::fingerprints(p);
         let checked = plan.run(p).map_err(Refusal::from).and_then(|touched| {
             time.rewrite = started.elapsed();
+            let hashed = Instant::now();
+            let hash_before = program_hash(&snapshot);
+            let changes = diff::changes(&snapshot, p);
+            time.hash = hashed.elapsed();
             let after = Rewrite {
                 t,
                 anchor,
                 original: &snapshot,
                 original_hash: &hash_before,
+                changes: &changes,
                 waived: legality.waived(),
             };
-            Ok((touched, self.check_rewrite(&after, p, &mut time)?))
+            let checked = self.check_rewrite(&after, p, &mut time)?;
+            Ok((touched, hash_before, changes, checked))
         });
-        let (touched, (done, hash_after)) = match checked {
+        let (touched, hash_before, changes, (done, hash_after)) = match checked {
             Ok(checked) => checked,
             Err(r) => {
                 *p = snapshot;
@@ -384,14 +391,18 @@ impl Engine {
                 return Err(r);
             }
         };
-        let compared = Instant::now();
-        let (added, removed, modified) = diff::compare(&before, &diff::fingerprints(p));
-        time.rewrite += compared.elapsed();
         self.log.push(TimedStep {
             step: summary,
             refused: false,
             time,
         });
+        self.valid = Some(hash_after.clone());
+        let diff::Changes {
+            added,
+            removed,
+            modified,
+            ..
+        } = changes;
         Ok(Step {
             transformation: t.name().to_string(),
             script: t.script_hash().map(str::to_string),
@@ -418,7 +429,7 @@ impl Engine {
     ) -> Result<(Vec<CheckRecord>, String), Refusal> {
         let name = after.t.name().to_string();
         let started = Instant::now();
-        let valid = validate(p);
+        let valid = self.validate(after, p);
         time.validate = started.elapsed();
         if let Err(error) = valid {
             return Err(Refusal::Invalid {
@@ -435,7 +446,15 @@ impl Engine {
         };
         let mut waived = after.waived.to_vec();
         let started = Instant::now();
-        let race = races::new_race(after.original, p);
+        let race = races::new_race(after.original, p, Some(after.changes));
+        if cfg!(debug_assertions) {
+            // Debug builds (every test) prove the incremental check equal to the full one.
+            let full = races::new_race(after.original, p, None);
+            assert_eq!(
+                race, full,
+                "the race check on the changed maps differs from the full check"
+            );
+        }
         time.races = started.elapsed();
         if let Some((node, reason)) = race {
             if !self.checks.is_lowered(Layer::Legality) {
@@ -451,13 +470,16 @@ impl Engine {
             .lowered_record(Layer::Legality, waived)
             .unwrap_or_else(|| passed(Layer::Legality, "preconditions; parallel maps race-free"));
         let mut done = vec![passed(Layer::Structural, ""), legality];
+        let hashed = Instant::now();
         let hash_after = program_hash(p);
+        time.hash += hashed.elapsed();
         match self.checks.lowered_record(Layer::Numerics, Vec::new()) {
             Some(record) => done.push(record),
             None => {
                 let run = numerics::Run {
                     original: after.original,
                     original_hash: after.original_hash,
+                    changes: after.changes,
                     rewritten: p,
                     rewritten_hash: &hash_after,
                     checks: &self.checks,
@@ -477,12 +499,56 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Validates `p` after a rewrite of `after.original`: only what the step changed when the
+    /// original is known valid (the last program this engine validated, or checked whole now)
+    /// and the step kept every declaration and symbol; the whole program otherwise. Debug
+    /// builds (every test) also validate the whole program and require the same verdict.
+    fn validate(&mut self, after: &Rewrite, p: &Program) -> Result<(), InvalidIr> {
+        let original = after.original;
+        let changes = after.changes;
+        if self.valid.as_deref() != Some(after.original_hash) && validate(original).is_ok() {
+            self.valid = Some(after.original_hash.to_string());
+        }
+        let known = self.valid.as_deref() == Some(after.original_hash);
+        if !known || changes.declarations {
+            return validate(p);
+        }
+        let new_names: BTreeSet<String> = (p.data.keys())
+            .filter(|k| !original.data.contains_key(*k))
+            .cloned()
+            .collect();
+        let is = |ids: &[NodeId], id: NodeId| ids.binary_search(&id).is_ok();
+        let since = Since {
+            node: &|n| match () {
+                _ if is(&changes.added, n.id) || is(&changes.modified, n.id) => Fresh::Whole,
+                _ if changes.bodies.contains(&n.id) => Fresh::Changed,
+                _ => Fresh::No,
+            },
+            taken_elsewhere: &|id| {
+                is(&changes.added, id) && id.0 < original.next_id() && original.node(id).is_some()
+            },
+            new_names: &new_names,
+        };
+        let valid = validate_since(p, &since);
+        if cfg!(debug_assertions) {
+            assert_eq!(
+                valid.is_ok(),
+                validate(p).is_ok(),
+                "validating what the step changed disagrees with validating the whole program: {valid:?}"
+            );
+        }
+        valid
+    }
+}
+
 /// A rewrite just made, as the checks after it need it.
 struct Rewrite<'a> {
     t: &'a dyn Transformation,
     anchor: NodeId,
     original: &'a Program,
     original_hash: &'a str,
+    changes: &'a diff::Changes,
     waived: &'a [String],
 }
 

@@ -7,11 +7,12 @@ use crate::common::{declare, elementwise_chain};
 use dmove::ir::build::{In, Out};
 use dmove::ir::text::print_exact;
 use dmove::ir::{
-    BinOp, DataKind, NodeId, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr,
+    BinOp, DataKind, Graph, NodeId, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr,
 };
 use dmove::transform::engine::{Checks, Engine, Layer, Outcome, Refusal};
 use dmove::transform::{
-    Call, Level, NodeClass, NotApplicable, Params, Plan, Role, Schema, Transformation,
+    find, Call, Level, NodeClass, NotApplicable, ParamValue, Params, Plan, Role, Schema,
+    Transformation,
 };
 
 const MAP: &[Role] = &[Role::new("map", NodeClass::Map, "the map to break")];
@@ -97,6 +98,51 @@ impl Transformation for Racy {
             let edit = p.edit(id).expect("the site is a map");
             if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
                 m.schedule = Schedule::Parallel;
+            }
+            Ok(vec![id])
+        }))
+    }
+}
+
+/// Disconnects the input of the innermost first tasklet under the map, leaving the map itself
+/// and every declaration as they were: only a check of the rewritten scope finds it.
+struct BrokenBody;
+
+const BROKEN_BODY: Schema = Schema {
+    name: "TestBrokenBody",
+    level: Level::IntraOperator,
+    doc: "test only: a rewrite that breaks an invariant deep inside a map",
+    site: MAP,
+    params: &[],
+};
+
+/// Removes the first incoming edge of the first tasklet found in `g` or its nested scopes.
+fn disconnect_a_tasklet(g: &mut Graph) -> bool {
+    for idx in g.ordered() {
+        if matches!(g.node(idx).kind, NodeKind::Tasklet(_)) {
+            let edge = g.in_edges(idx)[0].id;
+            g.remove_edge(edge);
+            return true;
+        }
+        if let NodeKind::Map(m) = &mut g.node_mut(idx).kind {
+            if disconnect_a_tasklet(&mut m.body) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+impl Transformation for BrokenBody {
+    fn schema(&self) -> &'static Schema {
+        &BROKEN_BODY
+    }
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
+        Ok(Plan::new(move |p| {
+            let edit = p.edit(id).expect("the site is a map");
+            if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
+                assert!(disconnect_a_tasklet(&mut m.body), "a tasklet under the map");
             }
             Ok(vec![id])
         }))
@@ -200,6 +246,31 @@ fn invalid_ir_is_refused_by_the_structural_layer_even_with_everything_lowered() 
     assert!(matches!(r, Refusal::Invalid { .. }), "{r:?}");
     assert_eq!(r.layer(), Some(Layer::Structural));
     assert!(r.to_string().contains("produced an invalid program"), "{r}");
+}
+
+#[test]
+fn an_invariant_broken_deep_inside_a_map_is_found_by_the_check_of_what_changed() {
+    // After a checked tiling the same engine validates only what each step changed (debug
+    // builds also validate the whole program and compare): the broken tasklet sits two scopes
+    // below the top level, under a map whose own node is unchanged.
+    let mut p = elementwise_chain(4, 6);
+    let mut engine = Engine::new(Checks::default().lower(Layer::Numerics, "test"));
+    let tiling = find("MapTiling").expect("registered");
+    let site = [first_map(&p)];
+    let tiles: Params = [("tiles".to_string(), ParamValue::Ints(vec![2, 0]))].into();
+    engine
+        .apply(&mut p, tiling, &site, &tiles)
+        .expect("tiling applies");
+    let before = print_exact(&p);
+    let r = engine
+        .apply(&mut p, &BrokenBody, &site, &Params::new())
+        .expect_err("a broken body must be refused");
+    assert!(matches!(r, Refusal::Invalid { .. }), "{r:?}");
+    assert_eq!(
+        print_exact(&p),
+        before,
+        "the program must be restored exactly"
+    );
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! reductions with odd sizes. Half of the steps run with the engine's numerics layer lowered, so
 //! the independent comparison here checks the transformations themselves, not just the engine.
 //! Along the way, an incremental [`Matcher`] updated from each step's change must agree with a
-//! full enumeration.
+//! full enumeration, and the program hash the engine keeps scope by scope must equal the hash of
+//! a fresh parse (debug builds of the engine also compare its incremental validation, race check
+//! and change list with full ones after every step).
 //!
 //! Second property: no transformation panics on *any* site (empty, stale, wrong-kind, too long)
 //! or parameters (unknown keys, wrong types, out of domain), with legality lowered half the
@@ -21,12 +23,12 @@
 
 use crate::common::random::{op, program};
 use dmove::check::{random_inputs, same_outputs};
-use dmove::ir::text::print_exact;
+use dmove::ir::text::{parse, print_exact};
 use dmove::ir::validate::validate;
 use dmove::ir::{NodeId, NodeKind, Program};
 use dmove::pattern::library::builtin;
 use dmove::pattern::{find_all, Matcher};
-use dmove::transform::engine::{Checks, Engine, Layer};
+use dmove::transform::engine::{program_hash, Checks, Engine, Layer};
 use dmove::transform::{builtins, ParamDecl, ParamKind, ParamValue, Params};
 use proptest::prelude::{any, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy};
 
@@ -127,7 +129,13 @@ proptest! {
                     prop_assert!(validate(&p).is_ok(), "{} left {:?}", t.name(), validate(&p));
                     let same = same_outputs(&original, &p, &inputs);
                     prop_assert!(same.is_ok(), "{} at {:?} {:?}: {:?}", t.name(), site, params, same);
-                    prop_assert_eq!(&step.hash_after, &dmove::transform::engine::program_hash(&p));
+                    prop_assert_eq!(&step.hash_after, &program_hash(&p));
+                    // The hash kept scope by scope equals the hash of a fresh parse, which
+                    // has no kept digests: the caches were forgotten wherever the step wrote.
+                    let fresh = parse(&print_exact(&p)).expect("the exact form parses").program;
+                    prop_assert_eq!(&step.hash_after, &program_hash(&fresh));
+                    let fresh_before = parse(&before).expect("the exact form parses").program;
+                    prop_assert_eq!(&step.hash_before, &program_hash(&fresh_before));
                     matcher.update(&p, &step.change());
                     prop_assert_eq!(matcher.matches(), find_all(&chain, &p));
                 }

@@ -6,9 +6,11 @@ use super::lex::{name, quote};
 use super::values::{hex_blob, inline, inline_is_exact, INLINE_LIMIT};
 use crate::ir::constant::Constant;
 use crate::ir::data::Storage;
-use crate::ir::graph::{Graph, Program};
+use crate::ir::graph::{EdgeView, Graph, Program};
 use crate::ir::node::{Attr, Memlet, Node, NodeKind};
 use crate::ir::texpr::format_float;
+use petgraph::stable_graph::NodeIndex;
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// The human form: constants with more than [`INLINE_LIMIT`] elements appear only as their
@@ -28,21 +30,66 @@ pub fn print_exact(p: &Program) -> String {
     .program(p)
 }
 
-/// The exact form with every constant value replaced by its sha256 digest: what the program
-/// hash reads. Two programs print alike here exactly when their exact forms are alike (up to a
-/// digest collision), and a constant's digest is computed once per value ([`Constant`]), so
-/// hashing a step costs the program's structure, not its weights.
-pub fn print_digests(p: &Program) -> String {
+/// The text the program hash reads: the exact form with every constant value replaced by its
+/// sha256 digest, and the graph by [`scope_digest`] of the top-level scope. Two programs print
+/// alike here exactly when their exact forms are alike (up to a digest collision); a
+/// constant's digest is computed once per value ([`Constant`]) and a scope's once per version
+/// of it ([`Graph`] keeps it), so hashing after a step costs the declarations and the scopes
+/// the step changed, not the weights or the untouched scopes.
+pub fn print_for_hash(p: &Program) -> String {
     Printer {
         values: Values::Digests,
     }
     .program(p)
 }
 
+/// The sha256 of one scope: of each node's [`node_digest`], in id order. Two scopes have the
+/// same digest exactly when they print alike (every node line and every edge line is inside
+/// some node's digest), and a nested scope hashes alike wherever it sits. Kept by the graph
+/// until it changes, as each node's digest is.
+pub fn scope_digest(g: &Graph) -> [u8; 32] {
+    g.digest_with(|| {
+        let mut nodes: Vec<_> = g.node_indices().map(|i| (g.node(i).id, i)).collect();
+        nodes.sort_unstable();
+        let mut h = Sha256::new();
+        for (_, idx) in nodes {
+            h.update(node_digest(g, idx));
+        }
+        h.finalize().into()
+    })
+}
+
+/// The sha256 of node `idx` of `g`: its line in the exact form (a map's body as its
+/// [`scope_digest`]) and the lines of its incoming and outgoing edges, so a node whose digest
+/// did not change kept its content, its body and its edges.
+pub fn node_digest(g: &Graph, idx: NodeIndex) -> [u8; 32] {
+    g.node_digest_with(idx, || {
+        let mut text = String::new();
+        node(g.node(idx), 0, Bodies::Digests, &mut text);
+        let line = |e: &EdgeView, incoming: bool| {
+            let (this, other) = (g.node(idx).id.to_string(), g.node(e.other).id.to_string());
+            match incoming {
+                true => edge(&other, &this, e.memlet),
+                false => edge(&this, &other, e.memlet),
+            }
+        };
+        for (edges, incoming) in [(g.in_edges(idx), true), (g.out_edges(idx), false)] {
+            let mut lines: Vec<String> = edges.iter().map(|e| line(e, incoming)).collect();
+            lines.sort_unstable();
+            for l in lines {
+                text.push('\n');
+                text.push_str(&l);
+            }
+            text.push('\n');
+        }
+        Sha256::digest(text.as_bytes()).into()
+    })
+}
+
 /// One node in the human form, a map with its whole body: what `dmove repl`'s `:show` prints.
 pub fn print_node(n: &Node) -> String {
     let mut out = String::new();
-    node(n, 0, &mut out);
+    node(n, 0, Bodies::Inline, &mut out);
     out
 }
 
@@ -58,6 +105,15 @@ enum Values {
     /// All of them, exactly.
     Exact,
     /// All of them by digest.
+    Digests,
+}
+
+/// How a map's body prints.
+#[derive(Clone, Copy, PartialEq)]
+enum Bodies {
+    /// Whole, nested inside the map.
+    Inline,
+    /// As `sha256:<scope_digest of the body>`.
     Digests,
 }
 
@@ -123,7 +179,12 @@ impl Printer {
             .collect();
         sections.extend([symbols, data, signature, constants]);
         let mut graph = String::from("graph ");
-        scope(&p.graph, 0, &mut graph);
+        match self.values {
+            Values::Digests => {
+                graph.push_str(&format!("sha256:{}", hex::encode(scope_digest(&p.graph))))
+            }
+            Values::Human | Values::Exact => scope(&p.graph, 0, &mut graph),
+        }
         graph.push('\n');
         sections.push(graph);
         sections.retain(|s| !s.is_empty());
@@ -153,7 +214,7 @@ fn scope(g: &Graph, level: usize, out: &mut String) {
     out.push_str("{\n");
     for &idx in &order {
         out.push_str(&pad);
-        node(g.node(idx), level + 1, out);
+        node(g.node(idx), level + 1, Bodies::Inline, out);
         out.push('\n');
     }
     let position: BTreeMap<_, _> = order.iter().enumerate().map(|(i, idx)| (*idx, i)).collect();
@@ -179,7 +240,7 @@ fn scope(g: &Graph, level: usize, out: &mut String) {
     out.push('}');
 }
 
-fn node(n: &Node, level: usize, out: &mut String) {
+fn node(n: &Node, level: usize, bodies: Bodies, out: &mut String) {
     out.push_str(&format!("{} ", n.id));
     match &n.kind {
         NodeKind::Access(d) => {
@@ -214,7 +275,12 @@ fn node(n: &Node, level: usize, out: &mut String) {
             if m.min_work != 0 {
                 out.push_str(&format!("min_work {} ", m.min_work));
             }
-            scope(&m.body, level, out);
+            match bodies {
+                Bodies::Inline => scope(&m.body, level, out),
+                Bodies::Digests => {
+                    out.push_str(&format!("sha256:{}", hex::encode(scope_digest(&m.body))))
+                }
+            }
         }
         NodeKind::Tasklet(t) => {
             let inputs: Vec<String> = t.inputs.iter().map(|c| name(c)).collect();

@@ -191,9 +191,10 @@ impl fmt::Display for Drift {
             Drift::Tool { locked, now } => write!(f, "note: locked by {locked}, now {now}"),
             Drift::HashScheme { locked, now } => write!(
                 f,
-                "note: lock format {locked} hashed every weight into each IR hash; format {now} \
-                 hashes each constant by its digest, so every IR hash below differs although \
-                 the programs may be the same: `dmove check --update` re-records them once"
+                "note: lock format {locked} hashed programs another way than format {now} \
+                 (which hashes each constant and each scope by its digest), so every IR hash \
+                 below differs although the programs may be the same: `dmove check --update` \
+                 re-records them once"
             ),
             Drift::Recipe { locked, now } => write!(
                 f,

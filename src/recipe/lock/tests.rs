@@ -90,7 +90,7 @@ fn floats_and_values_keep_their_natural_json_form() {
 fn another_format_is_refused_not_misread() {
     let text = sample_lock()
         .to_json()
-        .replace("\"format\": 2", "\"format\": 7");
+        .replace(&format!("\"format\": {FORMAT}"), "\"format\": 7");
     let err = Lock::from_json(Path::new("x.lock"), &text).expect_err("format 7");
     assert!(matches!(err, LockError::Format { found: 7, .. }), "{err:?}");
     let err = Lock::from_json(Path::new("x.lock"), "{").expect_err("not JSON");
@@ -98,11 +98,19 @@ fn another_format_is_refused_not_misread() {
 }
 
 #[test]
-fn a_format_one_lock_is_read_with_a_note_and_rewritten_as_today_s_format() {
-    let text = sample_lock()
-        .to_json()
-        .replace("\"format\": 2", "\"format\": 1");
-    let old = Lock::from_json(Path::new("x.lock"), &text).expect("format 1 is read");
+fn an_older_format_lock_is_read_with_a_note_and_rewritten_as_today_s_format() {
+    for older in OLDEST_FORMAT..FORMAT {
+        older_format_is_read(older);
+    }
+}
+
+fn older_format_is_read(older: u32) {
+    let text = sample_lock().to_json().replace(
+        &format!("\"format\": {FORMAT}"),
+        &format!("\"format\": {older}"),
+    );
+    let old = Lock::from_json(Path::new("x.lock"), &text).expect("an older format is read");
+    assert_eq!(old.format, older);
     let notes = drift::compare_header(&old, &old.tool, &old.recipe_hash);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(!notes[0].fails());

@@ -1,91 +1,224 @@
-//! Program fingerprints: one hash of the whole program for traces, and one hash per node to
-//! find what a step changed.
+//! Program fingerprints: one hash of the whole program for traces, and what a step changed,
+//! node by node.
 
-use crate::ir::text::print_digests;
-use crate::ir::{Graph, NodeId, NodeKind, Program};
+use crate::ir::text::{node_digest, print_for_hash, scope_digest};
+use crate::ir::{Graph, Node, NodeId, NodeKind, Program};
+use petgraph::stable_graph::NodeIndex;
 use sha2::{Digest, Sha256};
 use std::collections::hash_map::DefaultHasher;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 
-/// The hash of the program's exact text form (every declaration, node id, memlet) with each
-/// constant value as its digest, so two programs hash alike exactly when they print alike, and
-/// a step hashes the program's structure, not its weights (each constant's digest is computed
-/// once per value).
+/// The hash of the program's exact text form (every declaration, node id, memlet) in its
+/// Merkle form ([`print_for_hash`]: constants and scopes by their digests), so two programs
+/// hash alike exactly when they print alike, and a step re-hashes the declarations and the
+/// scopes it changed, not the weights or the rest of the graph.
 pub fn program_hash(p: &Program) -> String {
-    let digest = Sha256::digest(print_digests(p).as_bytes());
+    let digest = Sha256::digest(print_for_hash(p).as_bytes());
     hex::encode(&digest[..16])
 }
 
-/// A hash per node of everything a pattern can see of it: its scope, label, kind (a map without
-/// its body), the declaration of the container an access node refers to, and its edges. Only
-/// compared within one process, before and after one step.
-pub(super) fn fingerprints(p: &Program) -> BTreeMap<NodeId, u64> {
-    let mut out = BTreeMap::new();
-    graph_fingerprints(p, &p.graph, None, &mut out);
+/// What a step changed, found by comparing the program before and after it.
+#[derive(Debug, Default)]
+pub(super) struct Changes {
+    /// Ids that appeared, disappeared, or whose fingerprint (see [`fingerprint`]) changed, each
+    /// sorted.
+    pub added: Vec<NodeId>,
+    pub removed: Vec<NodeId>,
+    pub modified: Vec<NodeId>,
+    /// The top-level nodes, of either program, that are or contain a changed node.
+    pub top_level: BTreeSet<NodeId>,
+    /// The maps, of either program, whose body differs from its counterpart's (or has none).
+    pub bodies: BTreeSet<NodeId>,
+    /// Whether a container's declaration changed or went away, or a symbol changed (every
+    /// access to it changed with it).
+    pub declarations: bool,
+}
+
+impl Changes {
+    /// Whether map `id` of the rewritten program is new, or changed itself or anywhere in its
+    /// body (always, when a declaration changed).
+    pub fn changed_map(&self, id: NodeId) -> bool {
+        self.declarations
+            || self.bodies.contains(&id)
+            || self.added.binary_search(&id).is_ok()
+            || self.modified.binary_search(&id).is_ok()
+    }
+}
+
+/// Every node's fingerprint, with its top-level ancestor (a top-level node is its own).
+type Prints = BTreeMap<NodeId, (u64, NodeId)>;
+
+/// Compares `before` and `after` scope by scope: a map body whose digest (kept by the graph,
+/// see [`scope_digest`]) is the same on both sides is skipped whole, so the comparison costs
+/// the scopes the step changed. When a declaration changed, every scope is compared (the
+/// accesses to it changed).
+pub(super) fn changes(before: &Program, after: &Program) -> Changes {
+    let declarations = before.symbols != after.symbols
+        || (before.data.iter()).any(|(name, d)| after.data.get(name) != Some(d));
+    let found = compared(before, after, declarations, !declarations);
+    if cfg!(debug_assertions) {
+        // Debug builds (every test) prove skipping unchanged scopes and nodes changes nothing.
+        let full = compared(before, after, declarations, false);
+        assert_eq!(
+            (
+                &found.added,
+                &found.removed,
+                &found.modified,
+                &found.top_level
+            ),
+            (&full.added, &full.removed, &full.modified, &full.top_level),
+            "the changes found scope by scope differ from a full comparison"
+        );
+    }
+    found
+}
+
+/// [`changes`], skipping the scopes and nodes whose digests are unchanged or not.
+fn compared(before: &Program, after: &Program, declarations: bool, skip: bool) -> Changes {
+    let (mut b, mut a) = (Prints::new(), Prints::new());
+    let mut bodies = BTreeSet::new();
+    let mut pair = Pairing {
+        before,
+        after,
+        skip_unchanged: skip,
+        b: &mut b,
+        a: &mut a,
+        bodies: &mut bodies,
+    };
+    pair.scopes(Some(&before.graph), Some(&after.graph), None, None);
+    let mut out = Changes {
+        declarations,
+        bodies,
+        ..Changes::default()
+    };
+    for (id, (print, top)) in &a {
+        match b.get(id) {
+            None => out.added.push(*id),
+            Some((old, _)) if old != print => out.modified.push(*id),
+            Some(_) => continue,
+        }
+        out.top_level.insert(*top);
+        out.top_level.extend(b.get(id).map(|(_, t)| *t));
+    }
+    for (id, (_, top)) in &b {
+        if !a.contains_key(id) {
+            out.removed.push(*id);
+            out.top_level.insert(*top);
+        }
+    }
     out
 }
 
-fn graph_fingerprints(
-    p: &Program,
-    g: &Graph,
-    scope: Option<NodeId>,
-    out: &mut BTreeMap<NodeId, u64>,
-) {
-    let mut own: BTreeMap<petgraph::stable_graph::NodeIndex, u64> = BTreeMap::new();
-    for idx in g.node_indices() {
-        let n = g.node(idx);
-        let mut h = DefaultHasher::new();
-        (scope, &n.label).hash(&mut h);
-        match &n.kind {
-            NodeKind::Map(m) => {
-                format!("map {:?} {:?}", m.params, m.schedule).hash(&mut h);
-                graph_fingerprints(p, &m.body, Some(n.id), out);
+/// The two programs' fingerprints, gathered scope by scope.
+struct Pairing<'a> {
+    before: &'a Program,
+    after: &'a Program,
+    skip_unchanged: bool,
+    b: &'a mut Prints,
+    a: &'a mut Prints,
+    bodies: &'a mut BTreeSet<NodeId>,
+}
+
+impl Pairing<'_> {
+    /// Fingerprints the nodes of one scope on each side (`None`: the scope has no counterpart)
+    /// and pairs the nested maps by id. A node with the same digest on both sides (content,
+    /// body and edges) is skipped.
+    fn scopes(
+        &mut self,
+        b: Option<&Graph>,
+        a: Option<&Graph>,
+        scope: Option<NodeId>,
+        top: Option<NodeId>,
+    ) {
+        let mut same = (BTreeSet::new(), BTreeSet::new());
+        if let (Some(gb), Some(ga), true) = (b, a, self.skip_unchanged) {
+            if scope_digest(gb) == scope_digest(ga) {
+                return;
             }
-            NodeKind::Access(d) => format!("{d} {:?}", p.data.get(d)).hash(&mut h),
-            other => format!("{other:?}").hash(&mut h),
+            same = unchanged_nodes(gb, ga);
         }
-        own.insert(idx, h.finish());
-    }
-    // Edges are folded in with a commutative sum so their storage order does not matter.
-    let mut edges: BTreeMap<petgraph::stable_graph::NodeIndex, u64> = BTreeMap::new();
-    for e in g.edges() {
-        let (s, t) = (e.from, e.to);
-        let mut h = DefaultHasher::new();
-        (g.node(s).id, g.node(t).id, format!("{:?}", e.memlet)).hash(&mut h);
-        let eh = h.finish();
-        for end in [s, t] {
-            let slot = edges.entry(end).or_default();
-            *slot = slot.wrapping_add(eh);
+        self.bodies.extend(scope);
+        let bodies_b = b.map(|g| level(self.before, g, scope, top, &same.0, self.b));
+        let bodies_a = a.map(|g| level(self.after, g, scope, top, &same.1, self.a));
+        let (bodies_b, bodies_a) = (bodies_b.unwrap_or_default(), bodies_a.unwrap_or_default());
+        for (id, (body, top)) in &bodies_a {
+            let other = bodies_b.get(id).map(|(g, _)| *g);
+            self.scopes(other, Some(body), Some(*id), Some(*top));
         }
-    }
-    for (idx, h) in own {
-        let e = edges.get(&idx).copied().unwrap_or(0);
-        out.insert(g.node(idx).id, h ^ e.rotate_left(17));
+        for (id, (body, top)) in &bodies_b {
+            if !bodies_a.contains_key(id) {
+                self.scopes(Some(body), None, Some(*id), Some(*top));
+            }
+        }
     }
 }
 
-/// Ids added, removed, and present in both with a different fingerprint, each sorted.
-pub(super) fn compare(
-    before: &BTreeMap<NodeId, u64>,
-    after: &BTreeMap<NodeId, u64>,
-) -> (Vec<NodeId>, Vec<NodeId>, Vec<NodeId>) {
-    let added = after
-        .keys()
-        .filter(|k| !before.contains_key(k))
-        .copied()
-        .collect();
-    let removed = before
-        .keys()
-        .filter(|k| !after.contains_key(k))
-        .copied()
-        .collect();
-    let modified = after
-        .iter()
-        .filter(|(k, h)| before.get(k).is_some_and(|b| b != *h))
-        .map(|(k, _)| *k)
-        .collect();
-    (added, removed, modified)
+/// The nodes of `b` and of `a` with the same id and digest on both sides (a digest covers the
+/// node, its body and its edges).
+fn unchanged_nodes(b: &Graph, a: &Graph) -> (BTreeSet<NodeIndex>, BTreeSet<NodeIndex>) {
+    let by_id: HashMap<NodeId, NodeIndex> = b.node_indices().map(|i| (b.node(i).id, i)).collect();
+    let mut same = (BTreeSet::new(), BTreeSet::new());
+    for ia in a.node_indices() {
+        if let Some(&ib) = by_id.get(&a.node(ia).id) {
+            if node_digest(b, ib) == node_digest(a, ia) {
+                same.0.insert(ib);
+                same.1.insert(ia);
+            }
+        }
+    }
+    same
+}
+
+/// Fingerprints the nodes of one scope but `skip` into `out`, and returns the bodies of those
+/// that are maps by id, each with its top-level ancestor.
+fn level<'g>(
+    p: &Program,
+    g: &'g Graph,
+    scope: Option<NodeId>,
+    top: Option<NodeId>,
+    skip: &BTreeSet<NodeIndex>,
+    out: &mut Prints,
+) -> BTreeMap<NodeId, (&'g Graph, NodeId)> {
+    let mut bodies = BTreeMap::new();
+    let edge = |from: NodeIndex, to: NodeIndex, m: &crate::ir::Memlet| {
+        let mut h = DefaultHasher::new();
+        (g.node(from).id, g.node(to).id, format!("{m:?}")).hash(&mut h);
+        h.finish()
+    };
+    for idx in g.node_indices().filter(|i| !skip.contains(i)) {
+        let n = g.node(idx);
+        let top = top.unwrap_or(n.id);
+        if let NodeKind::Map(m) = &n.kind {
+            bodies.insert(n.id, (&m.body, top));
+        }
+        // Edges are folded in with a commutative sum so their storage order does not matter.
+        let ins = g
+            .in_edges(idx)
+            .into_iter()
+            .map(|e| edge(e.other, idx, e.memlet));
+        let outs = g
+            .out_edges(idx)
+            .into_iter()
+            .map(|e| edge(idx, e.other, e.memlet));
+        let e = ins.chain(outs).fold(0u64, u64::wrapping_add);
+        out.insert(n.id, (fingerprint(p, n, scope) ^ e.rotate_left(17), top));
+    }
+    bodies
+}
+
+/// A hash of everything a pattern can see of a node but its edges: its scope, label, kind (a
+/// map without its body) and the declaration of the container an access node refers to. Only
+/// compared within one process, before and after one step.
+fn fingerprint(p: &Program, n: &Node, scope: Option<NodeId>) -> u64 {
+    let mut h = DefaultHasher::new();
+    (scope, &n.label).hash(&mut h);
+    match &n.kind {
+        NodeKind::Map(m) => format!("map {:?} {:?}", m.params, m.schedule).hash(&mut h),
+        NodeKind::Access(d) => format!("{d} {:?}", p.data.get(d)).hash(&mut h),
+        other => format!("{other:?}").hash(&mut h),
+    }
+    h.finish()
 }
 
 #[cfg(test)]

@@ -62,6 +62,8 @@ impl OutputCache {
 pub(super) struct Run<'a> {
     pub original: &'a Program,
     pub original_hash: &'a str,
+    /// What the step changed, node by node.
+    pub changes: &'a super::diff::Changes,
     pub rewritten: &'a Program,
     pub rewritten_hash: &'a str,
     pub checks: &'a Checks,
@@ -104,7 +106,7 @@ impl Run<'_> {
         if let Some(why) = crate::check::UnboundSymbols::of(self.original) {
             return Err(Failure::Unchecked(why.to_string()));
         }
-        match region::isolate(self.original, self.rewritten) {
+        match region::isolate(self.original, self.rewritten, self.changes) {
             Isolation::Region(r) => self.region(cache, &r),
             Isolation::NotWritten(data) => Err(numerics(NumericsError::Differs {
                 output: data,

@@ -1,30 +1,48 @@
 //! The engine's own legality check on the rewritten program: every parallel map must be free of
 //! conflicting iterations. It does not trust the transformation's preconditions, so a
 //! transformation (built-in, scripted or buggy) that schedules a racy map in parallel is refused.
+//!
+//! Whether a map's iterations conflict depends on its subtree and the declarations only, so
+//! after a step only the parallel maps that are or contain a changed node are checked (every
+//! one when a declaration changed); the engine's full-check mode checks them all and compares.
 
+use super::diff::Changes;
 use crate::check::race::parallel_conflict;
-use crate::ir::{NodeId, NodeKind, Program, Schedule};
+use crate::ir::{Graph, NodeId, NodeKind, Program, Schedule};
 
 /// The first parallel map of `after` (outer maps first) whose iterations conflict, and why —
 /// unless the same map already conflicted in `before` (a race the step did not introduce).
-pub(super) fn new_race(before: &Program, after: &Program) -> Option<(NodeId, String)> {
-    let found = races(after);
-    if found.is_empty() {
-        return None;
-    }
-    let old: Vec<NodeId> = races(before).into_iter().map(|(id, _)| id).collect();
-    found.into_iter().find(|(id, _)| !old.contains(id))
+/// With `changed`, only the maps the step changed are looked at.
+pub(super) fn new_race(
+    before: &Program,
+    after: &Program,
+    changed: Option<&Changes>,
+) -> Option<(NodeId, String)> {
+    let mut found = Vec::new();
+    races(after, &after.graph, changed, &mut found);
+    found.into_iter().find(|(id, _)| {
+        let old = before.graph.locate(*id).map(|(g, i)| g.node(i));
+        !old.is_some_and(|n| match &n.kind {
+            NodeKind::Map(m) => {
+                m.schedule == Schedule::Parallel && parallel_conflict(m, before).is_some()
+            }
+            _ => false,
+        })
+    })
 }
 
-/// Every parallel map whose iterations conflict, outer maps first, with the reason.
-fn races(p: &Program) -> Vec<(NodeId, String)> {
-    let mut found = Vec::new();
-    p.graph.walk(&mut |n| {
-        if let NodeKind::Map(m) = &n.kind {
-            if m.schedule == Schedule::Parallel {
-                found.extend(parallel_conflict(m, p).map(|why| (n.id, why)));
-            }
+/// Every parallel map of `g` and its nested scopes whose iterations conflict and that changed
+/// (every one without `changed`), outer maps first, with the reason. An unchanged map's body
+/// is not entered: nothing in it changed.
+fn races(p: &Program, g: &Graph, changed: Option<&Changes>, found: &mut Vec<(NodeId, String)>) {
+    for n in g.ordered().into_iter().map(|i| g.node(i)) {
+        let NodeKind::Map(m) = &n.kind else { continue };
+        if !changed.is_none_or(|c| c.changed_map(n.id)) {
+            continue;
         }
-    });
-    found
+        if m.schedule == Schedule::Parallel {
+            found.extend(parallel_conflict(m, p).map(|why| (n.id, why)));
+        }
+        races(p, &m.body, changed, found);
+    }
 }

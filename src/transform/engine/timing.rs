@@ -14,9 +14,12 @@ pub struct StepTime {
     /// Site and parameter validation and the transformation's preconditions.
     #[serde(serialize_with = "seconds")]
     pub plan: Duration,
-    /// Running the planned rewrite, snapshot and fingerprints included.
+    /// Running the planned rewrite, the rollback snapshot included.
     #[serde(serialize_with = "seconds")]
     pub rewrite: Duration,
+    /// Hashing the program before and after, and finding which nodes changed.
+    #[serde(serialize_with = "seconds")]
+    pub hash: Duration,
     /// The structural invariants.
     #[serde(serialize_with = "seconds")]
     pub validate: Duration,
@@ -35,7 +38,7 @@ pub struct StepTime {
 
 impl StepTime {
     pub fn total(&self) -> Duration {
-        self.plan + self.rewrite + self.validate + self.races + self.numerics
+        self.plan + self.rewrite + self.hash + self.validate + self.races + self.numerics
     }
 }
 
@@ -71,6 +74,7 @@ impl TimeSummary {
             let (t, x) = (&mut sum.time, &s.time);
             t.plan += x.plan;
             t.rewrite += x.rewrite;
+            t.hash += x.hash;
             t.validate += x.validate;
             t.races += x.races;
             t.numerics += x.numerics;
@@ -98,12 +102,13 @@ impl TimeSummary {
         };
         let mut line = format!(
             "checked {}{refused} in {}: numerics {}{builds}, races {}, validation {}, \
-             planning and rewrites {}",
+             hashing {}, planning and rewrites {}",
             plural(self.steps, "step"),
             secs(t.total()),
             secs(t.numerics),
             secs(t.races),
             secs(t.validate),
+            secs(t.hash),
             secs(t.plan + t.rewrite),
         );
         if let Some((step, s)) = &self.slowest {
@@ -158,7 +163,8 @@ mod tests {
         assert_eq!(
             sum.render(),
             "checked 2 steps (1 refused) in 1.02 s: numerics 1.00 s (3 C builds, 0.50 s), \
-             races 0.00 s, validation 0.00 s, planning and rewrites 0.02 s; slowest B at n2, 0.91 s"
+             races 0.00 s, validation 0.00 s, hashing 0.00 s, planning and rewrites 0.02 s; \
+             slowest B at n2, 0.91 s"
         );
     }
 }

@@ -18,7 +18,7 @@
 //! convex, the two regions disagree on what they read before writing), [`isolate`] says why and
 //! the numerics layer compares the whole programs instead.
 
-use super::super::diff::{compare, fingerprints};
+use super::super::diff::Changes;
 use super::standalone::{self, Plan};
 use crate::ir::{Graph, NodeId, NodeKind, Program};
 use petgraph::stable_graph::NodeIndex;
@@ -45,24 +45,28 @@ pub(super) enum Isolation {
     Whole(String),
 }
 
-/// Finds the region the rewrite changed and builds both sides as standalone programs.
-pub(super) fn isolate(original: &Program, rewritten: &Program) -> Isolation {
-    match try_isolate(original, rewritten) {
+/// Finds the region the rewrite changed (`changes`, found by the engine) and builds both sides
+/// as standalone programs.
+pub(super) fn isolate(original: &Program, rewritten: &Program, changes: &Changes) -> Isolation {
+    match try_isolate(original, rewritten, &changes.top_level) {
         Ok(i) => i,
         Err(why) => Isolation::Whole(why),
     }
 }
 
-fn try_isolate(original: &Program, rewritten: &Program) -> Result<Isolation, String> {
+fn try_isolate(
+    original: &Program,
+    rewritten: &Program,
+    changed: &BTreeSet<NodeId>,
+) -> Result<Isolation, String> {
     if original.inputs != rewritten.inputs
         || original.outputs != rewritten.outputs
         || original.symbols != rewritten.symbols
     {
         return Err("the rewrite changed the program's signature or symbols".into());
     }
-    let changed = changed_top_level(original, rewritten);
-    let o = Side::new(original, &changed)?;
-    let r = Side::new(rewritten, &changed)?;
+    let o = Side::new(original, changed)?;
+    let r = Side::new(rewritten, changed)?;
     if o.nodes.is_empty() && r.nodes.is_empty() {
         return Err("no computation node changed".into());
     }
@@ -91,33 +95,6 @@ fn try_isolate(original: &Program, rewritten: &Program) -> Result<Isolation, Str
         before: o.ids(),
         after: r.ids(),
     })))
-}
-
-/// Ids of the top-level ancestors (in either program) of every node that was added, removed or
-/// changed.
-fn changed_top_level(original: &Program, rewritten: &Program) -> BTreeSet<NodeId> {
-    let (added, removed, modified) = compare(&fingerprints(original), &fingerprints(rewritten));
-    let (top_o, top_r) = (top_levels(original), top_levels(rewritten));
-    let mut out = BTreeSet::new();
-    for id in added.iter().chain(&removed).chain(&modified) {
-        out.extend(top_o.get(id));
-        out.extend(top_r.get(id));
-    }
-    out
-}
-
-/// Every node's top-level ancestor (a top-level node is its own).
-fn top_levels(p: &Program) -> BTreeMap<NodeId, NodeId> {
-    let mut out = BTreeMap::new();
-    for n in p.graph.nodes() {
-        out.insert(n.id, n.id);
-        if let NodeKind::Map(m) = &n.kind {
-            m.body.walk(&mut |inner| {
-                out.insert(inner.id, n.id);
-            });
-        }
-    }
-    out
 }
 
 fn is_access(g: &Graph, idx: NodeIndex) -> bool {
@@ -345,6 +322,7 @@ mod tests {
     use crate::check::NumericsError;
     use crate::ir::text::parse;
     use crate::ir::{NodeId, Program};
+    use crate::transform::engine::diff::changes;
     use crate::transform::engine::{program_hash, Checks};
 
     /// `X → double → T → inc → U → half → Y`, each map elementwise over 8 elements.
@@ -447,9 +425,11 @@ graph {
             ..Checks::default()
         };
         let (hb, ha) = (program_hash(before), program_hash(after));
+        let changed = changes(before, after);
         let run = Run {
             original: before,
             original_hash: &hb,
+            changes: &changed,
             rewritten: after,
             rewritten_hash: &ha,
             checks: &checks,
@@ -458,7 +438,7 @@ graph {
     }
 
     fn region(before: &Program, after: &Program) -> super::Region {
-        match isolate(before, after) {
+        match isolate(before, after, &changes(before, after)) {
             Isolation::Region(r) => *r,
             other => panic!("no region: {other:?}"),
         }
@@ -529,7 +509,9 @@ graph {
                 ("n1 -> n5 T[0:8]", "n16 access V\n  n1 -> n16 V[0:8]"),
             ],
         );
-        assert!(matches!(isolate(&before, &after), Isolation::NotWritten(d) if d == "T"));
+        assert!(
+            matches!(isolate(&before, &after, &changes(&before, &after)), Isolation::NotWritten(d) if d == "T")
+        );
         let (output, detail) = differs(check(&before, &after, 2_000_000));
         assert_eq!(output, "T");
         assert!(detail.contains("no longer writes it"), "{detail}");
@@ -568,7 +550,7 @@ graph {
             CHAIN,
             &[("b = a * 2.0", "b = a + a"), ("b = a * 0.5", "b = 0.5 * a")],
         );
-        match isolate(&before, &after) {
+        match isolate(&before, &after, &changes(&before, &after)) {
             Isolation::Whole(why) => assert!(why.contains("not convex: n6"), "{why}"),
             other => panic!("{other:?}"),
         }
