@@ -20,9 +20,7 @@
 use dmove::bench::Stats;
 use dmove::demo::cpu_recipe;
 use dmove::demo::model::{encoder_model, EncoderConfig};
-use dmove::ir::build::{In, Out};
-use dmove::ir::{BinOp, DType, DataKind, NodeId, NodeKind, Program, Range, Schedule, Storage};
-use dmove::ir::{Subset, SymExpr, TExpr};
+use dmove::ir::{NodeId, NodeKind, Program};
 use dmove::onnx::{import, load_model, ImportOptions};
 use dmove::recipe::run::{run, RunOptions, RunReport};
 use dmove::recipe::{check, load_source, Loaded};
@@ -31,6 +29,10 @@ use dmove::transform::queries::{longest_param, loop_order, LoopOrder};
 use dmove::transform::{find, ParamValue, Params, Transformation};
 use std::collections::BTreeMap;
 use std::time::Instant;
+
+#[path = "support/many_maps.rs"]
+mod many_maps;
+use many_maps::{count_nodes, independent_maps};
 
 /// The budget of `apply … everywhere` in the interpreter (`MAX_BODIES`), used on both sides.
 const MAX_STEPS: usize = 10_000;
@@ -307,77 +309,6 @@ fn part1(reps: usize) -> (Stats, bool) {
 
 // ---------------------------------------------------------------------------------------------
 // Part 2: apply … everywhere on a large program.
-
-/// Outputs per map: each map reads `x[i]` and writes `OUTPUTS` arrays, so a block is
-/// `3·OUTPUTS + 3` nodes and a 100,000-node program has ~8,300 maps (below `MAX_STEPS`).
-const OUTPUTS: usize = 3;
-
-/// Independent maps `y_j[i] = (j+1)·x[i]` over `i in 0..4`, until the program has at least
-/// `nodes` nodes (counting map bodies): `sites` of them sequential, spread evenly, the others
-/// already parallel (a partly scheduled program: every map is a candidate of `Parallelize`,
-/// every parallel map is checked for races after each step).
-fn independent_maps(nodes: usize, sites: usize) -> Program {
-    let mut p = Program::new("many_maps");
-    let per_block = 3 * OUTPUTS + 3;
-    let blocks = nodes.div_ceil(per_block);
-    let every = (blocks / sites.max(1)).max(1);
-    let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
-    p.build(|b| {
-        let shape = || vec![SymExpr::Int(4)];
-        let i = || Subset::element([SymExpr::sym("i")]);
-        for k in 0..blocks {
-            let x = b.declare(
-                &format!("x{k}"),
-                DType::F32,
-                shape(),
-                DataKind::Input,
-                Storage::Global,
-            );
-            let ys: Vec<String> = (0..OUTPUTS)
-                .map(|j| {
-                    let name = format!("y{k}_{j}");
-                    b.declare(
-                        &name,
-                        DType::F32,
-                        shape(),
-                        DataKind::Output,
-                        Storage::Global,
-                    )
-                })
-                .collect();
-            let range = vec![("i", Range::upto(SymExpr::Int(4)))];
-            let schedule = match k % every == every / 2 {
-                true => Schedule::Sequential,
-                false => Schedule::Parallel,
-            };
-            b.map(&format!("m{k}"), range, schedule, |b| {
-                for (j, y) in ys.iter().enumerate() {
-                    let value =
-                        TExpr::binary(BinOp::Mul, TExpr::input("a"), TExpr::Const(j as f64 + 1.0));
-                    b.tasklet(
-                        "scale",
-                        vec![In("a", &x, i())],
-                        vec![Out("b", y, i(), None, value)],
-                    );
-                }
-            });
-            inputs.push(x);
-            outputs.extend(ys);
-        }
-    });
-    p.inputs = inputs;
-    p.outputs = outputs;
-    p
-}
-
-fn count_nodes(p: &Program) -> (usize, usize) {
-    let (mut nodes, mut maps) = (0, 0);
-    p.graph.walk(&mut |n| {
-        nodes += 1;
-        maps += usize::from(matches!(n.kind, NodeKind::Map(_)));
-    });
-    (nodes, maps)
-}
 
 /// The three recipe forms of "parallelize every map".
 fn big_recipes() -> Vec<(&'static str, Loaded)> {
