@@ -8,7 +8,7 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use petgraph::Direction;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// One scope's dataflow graph. Backed by a petgraph `StableDiGraph` so indices of untouched
 /// nodes survive removals; program-wide identity is the [`NodeId`] stored in each node. The
@@ -16,6 +16,14 @@ use std::sync::OnceLock;
 /// implementation detail of `ir`.
 #[derive(Clone, Default)]
 pub struct Graph {
+    /// Shared between copies until one of them changes (copy on write): a rollback snapshot
+    /// costs a pointer per scope, and a step copies only the scopes it writes to.
+    inner: Arc<Scope>,
+}
+
+/// A graph's storage and the digests it keeps.
+#[derive(Clone, Default)]
+struct Scope {
     g: StableDiGraph<Node, Memlet>,
     /// The digest of this scope's text form (`ir::text::scope_digest`), computed on first use.
     /// Every `&mut self` method forgets it, and a nested scope is reachable mutably only
@@ -30,7 +38,7 @@ pub struct Graph {
 
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph").field("g", &self.g).finish()
+        f.debug_struct("Graph").field("g", &self.inner.g).finish()
     }
 }
 
@@ -38,19 +46,26 @@ impl PartialEq for Graph {
     /// Structural equality: same nodes (by id) with the same edges, whatever the indices.
     fn eq(&self, other: &Self) -> bool {
         let key = |gr: &Graph| {
-            let mut nodes: Vec<_> = gr.g.node_weights().map(|n| (n.id, n.clone())).collect();
+            let mut nodes: Vec<_> = gr
+                .inner
+                .g
+                .node_weights()
+                .map(|n| (n.id, n.clone()))
+                .collect();
             nodes.sort_by_key(|(id, _)| *id);
-            let mut edges: Vec<String> =
-                gr.g.edge_references()
-                    .map(|e| {
-                        format!(
-                            "{:?}->{:?}:{:?}",
-                            gr.g[e.source()].id,
-                            gr.g[e.target()].id,
-                            e.weight()
-                        )
-                    })
-                    .collect();
+            let mut edges: Vec<String> = gr
+                .inner
+                .g
+                .edge_references()
+                .map(|e| {
+                    format!(
+                        "{:?}->{:?}:{:?}",
+                        gr.inner.g[e.source()].id,
+                        gr.inner.g[e.target()].id,
+                        e.weight()
+                    )
+                })
+                .collect();
             edges.sort();
             (nodes, edges)
         };
@@ -76,28 +91,33 @@ pub struct Edge<'a> {
 }
 
 impl Graph {
-    /// Forgets the kept digests of these nodes (and the scope's).
-    fn forget(&mut self, nodes: &[NodeIndex]) {
-        self.digest.take();
+    /// The storage, about to change (copied first if another graph shares it), with the kept
+    /// digests of these nodes and of the scope forgotten.
+    fn forget(&mut self, nodes: &[NodeIndex]) -> &mut Scope {
+        let scope = Arc::make_mut(&mut self.inner);
+        scope.digest.take();
         for idx in nodes {
-            if let Some(slot) = self.node_digests.get_mut(idx.index()) {
+            if let Some(slot) = scope.node_digests.get_mut(idx.index()) {
                 slot.take();
             }
         }
+        scope
     }
 
-    /// Forgets every kept digest of this scope.
-    fn forget_all(&mut self) {
-        self.digest.take();
-        for slot in &mut self.node_digests {
+    /// The storage, about to change, with every kept digest forgotten.
+    fn forget_all(&mut self) -> &mut Scope {
+        let scope = Arc::make_mut(&mut self.inner);
+        scope.digest.take();
+        for slot in &mut scope.node_digests {
             slot.take();
         }
+        scope
     }
 
     /// The digest kept for this scope, computed by `compute` when there is none (see the
     /// `digest` field; `ir::text::scope_digest` is the only caller).
     pub(crate) fn digest_with(&self, compute: impl FnOnce() -> [u8; 32]) -> [u8; 32] {
-        *self.digest.get_or_init(compute)
+        *self.inner.digest.get_or_init(compute)
     }
 
     /// The digest kept for node `idx`, computed by `compute` when there is none
@@ -107,7 +127,7 @@ impl Graph {
         idx: NodeIndex,
         compute: impl FnOnce() -> [u8; 32],
     ) -> [u8; 32] {
-        match self.node_digests.get(idx.index()) {
+        match self.inner.node_digests.get(idx.index()) {
             Some(slot) => *slot.get_or_init(compute),
             None => compute(),
         }
@@ -115,41 +135,40 @@ impl Graph {
 
     /// Both endpoints of edge `id`, when it exists.
     fn endpoints(&self, id: EdgeIndex) -> Vec<NodeIndex> {
-        (self.g.edge_endpoints(id)).map_or(Vec::new(), |(a, b)| vec![a, b])
+        (self.inner.g.edge_endpoints(id)).map_or(Vec::new(), |(a, b)| vec![a, b])
     }
 
     /// Node indices in index order (stable across removals), for scans that must be
     /// deterministic but need not be topological; see [`Graph::ordered`] for program order.
     pub fn node_indices(&self) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.g.node_indices()
+        self.inner.g.node_indices()
     }
 
     /// The nodes themselves, in the same order as [`Graph::node_indices`].
     pub fn nodes(&self) -> impl Iterator<Item = &Node> + '_ {
-        self.g.node_weights()
+        self.inner.g.node_weights()
     }
 
     /// Mutable nodes, in index order, for edits applied to every node of the scope (renames,
     /// symbol substitution).
     pub fn nodes_mut(&mut self) -> impl Iterator<Item = &mut Node> + '_ {
-        self.forget_all();
-        self.g.node_weights_mut()
+        self.forget_all().g.node_weights_mut()
     }
 
     /// The node at `idx`, or `None` when it was removed (for cached indices that may be stale).
     pub fn get_node(&self, idx: NodeIndex) -> Option<&Node> {
-        self.g.node_weight(idx)
+        self.inner.g.node_weight(idx)
     }
 
     /// Number of nodes in this scope (nested scopes not counted).
     pub fn node_count(&self) -> usize {
-        self.g.node_count()
+        self.inner.g.node_count()
     }
 
     /// Every edge of this scope in edge-index order (deterministic; printing, hashing and
     /// copying graphs rely on it).
     pub fn edges(&self) -> impl Iterator<Item = Edge<'_>> + '_ {
-        self.g.edge_references().map(|e| Edge {
+        self.inner.g.edge_references().map(|e| Edge {
             id: e.id(),
             from: e.source(),
             to: e.target(),
@@ -159,75 +178,76 @@ impl Graph {
 
     /// Mutable memlets of every edge, in edge-index order, for edits applied to all of them.
     pub fn memlets_mut(&mut self) -> impl Iterator<Item = &mut Memlet> + '_ {
-        self.forget_all();
-        self.g.edge_weights_mut()
+        self.forget_all().g.edge_weights_mut()
     }
 
     /// The memlet on edge `id`, to edit one edge in place (keeps its index and endpoints).
     pub fn memlet_mut(&mut self, id: EdgeIndex) -> &mut Memlet {
-        self.forget(&self.endpoints(id));
-        &mut self.g[id]
+        let ends = self.endpoints(id);
+        &mut self.forget(&ends).g[id]
     }
 
     /// Removes a node and its edges; other indices stay valid. `None` if already gone.
     pub fn remove_node(&mut self, idx: NodeIndex) -> Option<Node> {
-        let mut touched: Vec<NodeIndex> = self.g.neighbors_undirected(idx).collect();
+        let mut touched: Vec<NodeIndex> = self.inner.g.neighbors_undirected(idx).collect();
         touched.push(idx);
-        self.forget(&touched);
-        self.g.remove_node(idx)
+        self.forget(&touched).g.remove_node(idx)
     }
 
     /// Removes one edge; other indices stay valid. `None` if already gone.
     pub fn remove_edge(&mut self, id: EdgeIndex) -> Option<Memlet> {
-        self.forget(&self.endpoints(id));
-        self.g.remove_edge(id)
+        let ends = self.endpoints(id);
+        self.forget(&ends).g.remove_edge(id)
     }
 
     /// Targets of `idx`'s outgoing edges (one per edge, unsorted): cheap traversal for
     /// reachability and neighbourhoods, where [`Graph::out_edges`]' sorting is not needed.
     pub fn successors(&self, idx: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.g.neighbors_directed(idx, Direction::Outgoing)
+        self.inner.g.neighbors_directed(idx, Direction::Outgoing)
     }
 
     /// Sources of `idx`'s incoming edges (one per edge, unsorted); see [`Graph::successors`].
     pub fn predecessors(&self, idx: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.g.neighbors_directed(idx, Direction::Incoming)
+        self.inner.g.neighbors_directed(idx, Direction::Incoming)
     }
 
     /// Whether a path of edges leads from `from` to `to` (a node reaches itself): the ordering
     /// question behind fusion and buffer reuse legality.
     pub fn has_path(&self, from: NodeIndex, to: NodeIndex) -> bool {
-        petgraph::algo::has_path_connecting(&self.g, from, to, None)
+        petgraph::algo::has_path_connecting(&self.inner.g, from, to, None)
     }
 
     pub fn add_node(&mut self, node: Node) -> NodeIndex {
-        let idx = self.g.add_node(node);
+        let scope = self.forget(&[]);
+        let idx = scope.g.add_node(node);
         // A removed node's index is reused: its slot may hold the old node's digest.
-        if self.node_digests.len() <= idx.index() {
-            self.node_digests
+        if scope.node_digests.len() <= idx.index() {
+            scope
+                .node_digests
                 .resize_with(idx.index() + 1, OnceLock::new);
         }
-        self.forget(&[idx]);
+        scope.node_digests[idx.index()].take();
         idx
     }
 
     pub fn add_edge(&mut self, from: NodeIndex, to: NodeIndex, memlet: Memlet) -> EdgeIndex {
-        self.forget(&[from, to]);
-        self.g.add_edge(from, to, memlet)
+        self.forget(&[from, to]).g.add_edge(from, to, memlet)
     }
 
     pub fn node(&self, idx: NodeIndex) -> &Node {
-        &self.g[idx]
+        &self.inner.g[idx]
     }
 
     pub fn node_mut(&mut self, idx: NodeIndex) -> &mut Node {
-        self.forget(&[idx]);
-        &mut self.g[idx]
+        &mut self.forget(&[idx]).g[idx]
     }
 
     /// Index of the node with this id in *this* graph (not in nested scopes).
     pub fn index_of(&self, id: NodeId) -> Option<NodeIndex> {
-        self.g.node_indices().find(|&i| self.g[i].id == id)
+        self.inner
+            .g
+            .node_indices()
+            .find(|&i| self.inner.g[i].id == id)
     }
 
     pub fn in_edges(&self, idx: NodeIndex) -> Vec<EdgeView<'_>> {
@@ -240,6 +260,7 @@ impl Graph {
 
     fn directed_edges(&self, idx: NodeIndex, dir: Direction) -> Vec<EdgeView<'_>> {
         let mut v: Vec<EdgeView> = self
+            .inner
             .g
             .edges_directed(idx, dir)
             .map(|e| EdgeView {
@@ -261,10 +282,10 @@ impl Graph {
                     e.memlet.src_conn.clone()
                 }
             };
-            (conn(a), &a.memlet.data, self.g[a.other].id).cmp(&(
+            (conn(a), &a.memlet.data, self.inner.g[a.other].id).cmp(&(
                 conn(b),
                 &b.memlet.data,
-                self.g[b.other].id,
+                self.inner.g[b.other].id,
             ))
         });
         v
@@ -274,25 +295,31 @@ impl Graph {
     /// or the ids of the nodes on a cycle.
     pub fn topo_order(&self) -> Result<Vec<NodeIndex>, Vec<NodeId>> {
         let mut indegree: BTreeMap<NodeIndex, usize> = self
+            .inner
             .g
             .node_indices()
-            .map(|i| (i, self.g.edges_directed(i, Direction::Incoming).count()))
+            .map(|i| {
+                (
+                    i,
+                    self.inner.g.edges_directed(i, Direction::Incoming).count(),
+                )
+            })
             .collect();
         let mut ready: BTreeSet<(NodeId, NodeIndex)> = indegree
             .iter()
             .filter(|(_, d)| **d == 0)
-            .map(|(i, _)| (self.g[*i].id, *i))
+            .map(|(i, _)| (self.inner.g[*i].id, *i))
             .collect();
         let mut order = Vec::with_capacity(indegree.len());
         while let Some(first) = ready.pop_first() {
             order.push(first.1);
-            for e in self.g.edges_directed(first.1, Direction::Outgoing) {
+            for e in self.inner.g.edges_directed(first.1, Direction::Outgoing) {
                 let d = indegree
                     .get_mut(&e.target())
                     .expect("edge target is a node");
                 *d -= 1;
                 if *d == 0 {
-                    ready.insert((self.g[e.target()].id, e.target()));
+                    ready.insert((self.inner.g[e.target()].id, e.target()));
                 }
             }
         }
@@ -301,22 +328,61 @@ impl Graph {
         } else {
             let done: BTreeSet<_> = order.into_iter().collect();
             let mut stuck: Vec<NodeId> = self
+                .inner
                 .g
                 .node_indices()
                 .filter(|i| !done.contains(i))
-                .map(|i| self.g[i].id)
+                .map(|i| self.inner.g[i].id)
                 .collect();
             stuck.sort();
             Err(stuck)
         }
     }
 
+    /// The nodes of a cycle through one of `starts`, if there is one (sorted by id): the cycle
+    /// check of a scope whose other nodes kept their edges, costing what `starts` reach.
+    pub fn cycle_through(&self, starts: &BTreeSet<NodeIndex>) -> Option<Vec<NodeId>> {
+        // Depth-first search; a node on the current path (`Some(false)`) seen again closes
+        // a cycle, a finished one (`Some(true)`) is not entered again.
+        let mut done: BTreeMap<NodeIndex, bool> = BTreeMap::new();
+        for &start in starts {
+            if done.contains_key(&start) {
+                continue;
+            }
+            let mut path: Vec<(NodeIndex, Vec<NodeIndex>)> =
+                vec![(start, self.successors(start).collect())];
+            done.insert(start, false);
+            while let Some((node, next)) = path.last_mut() {
+                let Some(succ) = next.pop() else {
+                    done.insert(*node, true);
+                    path.pop();
+                    continue;
+                };
+                match done.get(&succ) {
+                    Some(true) => {}
+                    Some(false) => {
+                        let at = path.iter().position(|(n, _)| *n == succ).unwrap_or(0);
+                        let mut cycle: Vec<NodeId> =
+                            path[at..].iter().map(|(n, _)| self.node(*n).id).collect();
+                        cycle.sort();
+                        return Some(cycle);
+                    }
+                    None => {
+                        done.insert(succ, false);
+                        path.push((succ, self.successors(succ).collect()));
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// Topological order, with a cycle reported as the first node on it (callers that ran
     /// `validate` know there is none).
     pub fn ordered(&self) -> Vec<NodeIndex> {
         self.topo_order().unwrap_or_else(|_| {
-            let mut v: Vec<_> = self.g.node_indices().collect();
-            v.sort_by_key(|i| self.g[*i].id);
+            let mut v: Vec<_> = self.inner.g.node_indices().collect();
+            v.sort_by_key(|i| self.inner.g[*i].id);
             v
         })
     }
@@ -324,7 +390,7 @@ impl Graph {
     /// Visits every node in this graph and all nested scopes, outer nodes first.
     pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Node)) {
         for idx in self.ordered() {
-            let node = &self.g[idx];
+            let node = &self.inner.g[idx];
             f(node);
             if let NodeKind::Map(m) = &node.kind {
                 m.body.walk(f);
@@ -337,7 +403,7 @@ impl Graph {
         if let Some(i) = self.index_of(id) {
             return Some((self, i));
         }
-        self.g.node_weights().find_map(|n| match &n.kind {
+        self.inner.g.node_weights().find_map(|n| match &n.kind {
             NodeKind::Map(m) => m.body.locate(id),
             _ => None,
         })
@@ -348,12 +414,15 @@ impl Graph {
         if let Some(i) = self.index_of(id) {
             return Some((self, i));
         }
-        let holder = self.g.node_indices().find(|&i| match &self.g[i].kind {
-            NodeKind::Map(m) => m.body.locate(id).is_some(),
-            _ => false,
-        })?;
-        self.forget(&[holder]);
-        match &mut self.g[holder].kind {
+        let holder = self
+            .inner
+            .g
+            .node_indices()
+            .find(|&i| match &self.inner.g[i].kind {
+                NodeKind::Map(m) => m.body.locate(id).is_some(),
+                _ => false,
+            })?;
+        match &mut self.forget(&[holder]).g[holder].kind {
             NodeKind::Map(m) => m.body.locate_mut(id),
             _ => None,
         }
@@ -375,14 +444,14 @@ impl Graph {
 
     /// [`Graph::work`] inside maps whose parameters `outer` holds (see `MapNode::work_in`).
     pub(crate) fn work_in(&self, outer: &mut SymEnv) -> Option<u64> {
-        self.g.node_indices().try_fold(0u64, |total, idx| {
-            let here = match &self.g[idx].kind {
+        self.inner.g.node_indices().try_fold(0u64, |total, idx| {
+            let here = match &self.inner.g[idx].kind {
                 NodeKind::Tasklet(t) => t.work(),
                 NodeKind::Map(m) => m.work_in(outer)?,
                 NodeKind::Access(_) => {
                     let mut copied = 0u64;
                     for e in self.out_edges(idx) {
-                        if matches!(self.g[e.other].kind, NodeKind::Access(_)) {
+                        if matches!(self.inner.g[e.other].kind, NodeKind::Access(_)) {
                             let v = e.memlet.subset.volume().eval(outer).ok()?;
                             copied = copied.checked_add(u64::try_from(v).ok()?)?;
                         }
@@ -403,7 +472,7 @@ impl Graph {
                 out.insert(d.clone());
             }
         });
-        for e in self.g.edge_weights() {
+        for e in self.inner.g.edge_weights() {
             out.insert(e.data.clone());
         }
         out
