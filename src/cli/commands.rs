@@ -113,7 +113,8 @@ fn render_demo(r: &DemoReport) -> String {
 }
 
 /// Which check layers ran on how many of `steps`, and how numerics ran: "checks per step:
-/// structural 172, legality 172, numerics 172 (139 reference interpreter, 33 compiled C)".
+/// structural 172, legality 172, numerics 172 (139 reference interpreter, 33 compiled C; 96
+/// reused the previous step's outputs)".
 pub(crate) fn layers_run(steps: &[Step]) -> String {
     let mut parts = Vec::new();
     for layer in [Layer::Structural, Layer::Legality, Layer::Numerics] {
@@ -122,8 +123,15 @@ pub(crate) fn layers_run(steps: &[Step]) -> String {
         let mut part = format!("{} {}", layer.name(), ran.len());
         if layer == Layer::Numerics {
             let compiled = ran.iter().filter(|how| how.contains("compiled C")).count();
+            let kept = (ran.iter())
+                .filter(|how| how.contains("outputs kept from the previous step"))
+                .count();
+            let kept = match kept {
+                0 => String::new(),
+                n => format!("; {n} reused the previous step's outputs"),
+            };
             part.push_str(&format!(
-                " ({} reference interpreter, {compiled} compiled C)",
+                " ({} reference interpreter, {compiled} compiled C{kept})",
                 ran.len() - compiled
             ));
         }

@@ -55,7 +55,7 @@ pub fn validate(p: &Program) -> Result<(), InvalidIr> {
     let everything = Since {
         node: &|_| Fresh::Whole,
         taken_elsewhere: &|_| false,
-        new_names: &BTreeSet::new(),
+        names: None,
     };
     validate_since(p, &everything)
 }
@@ -80,13 +80,15 @@ pub struct Since<'a> {
     pub node: &'a dyn Fn(&Node) -> Fresh,
     /// Whether a new node's id is taken by a node in a part that is not re-checked.
     pub taken_elsewhere: &'a dyn Fn(NodeId) -> bool,
-    /// Containers declared since: no map parameter anywhere may shadow them.
-    pub new_names: &'a BTreeSet<String>,
+    /// The containers declared since, or whose constant value appeared or went away (no map
+    /// parameter anywhere may shadow a new one); the other declarations are as they were.
+    /// `None`: every declaration is checked.
+    pub names: Option<&'a BTreeSet<String>>,
 }
 
 /// Checks the invariants a step could have broken in `p`, trusting the parts `since` says it
-/// did not change: the program-level declarations, and in every scope the nodes that changed,
-/// the edges that touch them and the scope's acyclicity. A scope under an unchanged map is
+/// did not change: the declarations it names, and in every scope the nodes that changed, the
+/// edges that touch them and the cycles through them. A scope under an unchanged map is
 /// not entered. Equal to [`validate`] when `since` tells the truth (debug builds of the
 /// engine compare the two after every step).
 pub fn validate_since(p: &Program, since: &Since) -> Result<(), InvalidIr> {
@@ -97,7 +99,7 @@ pub fn validate_since(p: &Program, since: &Since) -> Result<(), InvalidIr> {
         seen: BTreeSet::new(),
     };
     v.program();
-    if !since.new_names.is_empty() {
+    if since.names.is_some_and(|n| !n.is_empty()) {
         v.shadowing(&p.graph);
     }
     v.graph(&p.graph, &[], false);
@@ -129,7 +131,9 @@ impl<'a> Validator<'a> {
                 );
             }
         }
-        for (name, desc) in &self.p.data {
+        let declared = (self.p.data.iter())
+            .filter(|(name, _)| self.since.names.is_none_or(|n| n.contains(*name)));
+        for (name, desc) in declared {
             if desc.kind == super::DataKind::Constant && !self.p.constants.contains_key(name) {
                 self.fail(Location::Program, format!("constant `{name}` has no value"));
             }
@@ -166,7 +170,8 @@ impl<'a> Validator<'a> {
     fn shadowing(&mut self, g: &Graph) {
         for node in g.nodes() {
             if let NodeKind::Map(m) = &node.kind {
-                for prm in (m.params.iter()).filter(|q| self.since.new_names.contains(&q.name)) {
+                let new = |q: &&MapParam| self.since.names.is_some_and(|n| n.contains(&q.name));
+                for prm in m.params.iter().filter(new) {
                     self.fail(
                         Location::Node(node.id),
                         format!("map parameter `{}` shadows a program name", prm.name),
@@ -190,7 +195,11 @@ impl<'a> Validator<'a> {
         if checked.is_empty() {
             return;
         }
-        if let Err(cycle) = g.topo_order() {
+        let cycle = match whole {
+            true => g.topo_order().err(),
+            false => g.cycle_through(&checked),
+        };
+        if let Some(cycle) = cycle {
             let first = cycle[0];
             self.fail(
                 Location::Node(first),
@@ -633,5 +642,38 @@ mod tests {
                 .any(|s| s.contains("memlet moves `X` but the access node is `Y`")),
             "{m:?}"
         );
+    }
+
+    #[test]
+    fn a_check_of_what_changed_finds_a_cycle_through_a_changed_node() {
+        let mut p = shifted_copy(5, 0);
+        let order = p.graph.ordered();
+        let (first, last) = (order[0], order[order.len() - 1]);
+        let closing = p.graph.node(last).id;
+        p.graph.add_edge(
+            last,
+            first,
+            Memlet::new("Y", Subset::full(&[SymExpr::Int(4)])),
+        );
+        let names = BTreeSet::new();
+        let since = |changed: NodeId| {
+            let verdict = validate_since(
+                &p,
+                &Since {
+                    node: &|n| match n.id == changed {
+                        true => Fresh::Changed,
+                        false => Fresh::No,
+                    },
+                    taken_elsewhere: &|_| false,
+                    names: Some(&names),
+                },
+            );
+            verdict.map_err(|e| e.to_string())
+        };
+        let found = since(closing).expect_err("the cycle runs through the changed node");
+        assert!(found.contains("dataflow cycle"), "{found}");
+        // Every node of this scope is on the cycle, so any of them finds it.
+        let other = p.graph.node(first).id;
+        assert!(since(other).is_err_and(|e| e.contains("dataflow cycle")));
     }
 }

@@ -514,8 +514,11 @@ impl Engine {
         if !known || changes.declarations {
             return validate(p);
         }
-        let new_names: BTreeSet<String> = (p.data.keys())
+        let had_value = |name: &String, q: &Program| q.constants.contains_key(name);
+        let names: BTreeSet<String> = (p.data.keys())
             .filter(|k| !original.data.contains_key(*k))
+            .chain(p.constants.keys().filter(|k| !had_value(k, original)))
+            .chain(original.constants.keys().filter(|k| !had_value(k, p)))
             .cloned()
             .collect();
         let is = |ids: &[NodeId], id: NodeId| ids.binary_search(&id).is_ok();
@@ -528,7 +531,7 @@ impl Engine {
             taken_elsewhere: &|id| {
                 is(&changes.added, id) && id.0 < original.next_id() && original.node(id).is_some()
             },
-            new_names: &new_names,
+            names: Some(&names),
         };
         let valid = validate_since(p, &since);
         if cfg!(debug_assertions) {

@@ -139,9 +139,12 @@ impl Run<'_> {
         let (got, how_after) =
             run_side(&r.rewritten, &all, budget, cache, false).map_err(SideError::rewritten)?;
         compare_outputs(&got, &want).map_err(|e| numerics(in_region(e, r)))?;
-        if let Method::Compiled { hash, .. } = &how_after {
-            cache.put(hash, &inputs_of(&r.rewritten, &all), got);
-        }
+        // The next step on the same region starts from this side: keep what it computed.
+        cache.put(
+            &program_hash(&r.rewritten),
+            &inputs_of(&r.rewritten, &all),
+            got,
+        );
         Ok(record(r, &how_before, &how_after))
     }
 
@@ -246,7 +249,11 @@ fn record(r: &Region, before: &Method, after: &Method) -> String {
 /// How one side of a region ran.
 enum Method {
     Interpreter,
-    Compiled { hash: String, work: Option<u64> },
+    Compiled {
+        work: Option<u64>,
+    },
+    /// Outputs kept from an earlier step whose rewritten region was this one.
+    Kept,
 }
 
 impl Method {
@@ -254,12 +261,13 @@ impl Method {
         match self {
             Method::Interpreter => "reference interpreter",
             Method::Compiled { .. } => "compiled C",
+            Method::Kept => "outputs kept from the previous step",
         }
     }
 
     fn describe(&self) -> String {
         match self {
-            Method::Interpreter => self.name().to_string(),
+            Method::Interpreter | Method::Kept => self.name().to_string(),
             Method::Compiled { work: Some(w), .. } => {
                 format!("compiled C (about {w} tasklet executions)")
             }
@@ -310,35 +318,33 @@ fn run_side(
     original: bool,
 ) -> Result<(Values, Method), SideError> {
     let inputs = inputs_of(p, all);
+    let hash = program_hash(p);
+    if original {
+        if let Some(out) = cache.get(&hash, &inputs) {
+            return Ok((out, Method::Kept));
+        }
+    }
     let w = work(p);
     let mut library = false;
     p.graph
         .walk(&mut |n| library |= matches!(n.kind, NodeKind::Library(_)));
-    if w.is_some_and(|w| w <= budget) {
+    let (out, method) = if w.is_some_and(|w| w <= budget) {
         let out = crate::interp::run(p, &inputs).map_err(SideError::Interp)?;
-        return Ok((out, Method::Interpreter));
-    }
-    if library {
+        (out, Method::Interpreter)
+    } else if library {
         return Err(SideError::TooBig(format!(
             "it holds library nodes, which only the interpreter runs, and about {} tasklet \
                  executions exceed its budget of {budget}",
             w.map_or("unknown".to_string(), |w| w.to_string())
         )));
-    }
-    let hash = program_hash(p);
-    let cached = if original {
-        cache.get(&hash, &inputs)
     } else {
-        None
-    };
-    let out = match cached {
-        Some(o) => o,
-        None => run_c(p, &inputs).map_err(SideError::Compiled)?,
+        let out = run_c(p, &inputs).map_err(SideError::Compiled)?;
+        (out, Method::Compiled { work: w })
     };
     if original {
         cache.put(&hash, &inputs, out.clone());
     }
-    Ok((out, Method::Compiled { hash, work: w }))
+    Ok((out, method))
 }
 
 fn numerics(e: NumericsError) -> Failure {
