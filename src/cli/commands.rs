@@ -114,7 +114,7 @@ fn render_demo(r: &DemoReport) -> String {
 
 /// Which check layers ran on how many of `steps`, and how numerics ran: "checks per step:
 /// structural 172, legality 172, numerics 172 (139 reference interpreter, 33 compiled C; 96
-/// reused the previous step's outputs)".
+/// with the original's outputs kept from the step before)".
 pub(crate) fn layers_run(steps: &[Step]) -> String {
     let mut parts = Vec::new();
     for layer in [Layer::Structural, Layer::Legality, Layer::Numerics] {
@@ -128,7 +128,7 @@ pub(crate) fn layers_run(steps: &[Step]) -> String {
                 .count();
             let kept = match kept {
                 0 => String::new(),
-                n => format!("; {n} reused the previous step's outputs"),
+                n => format!("; {n} with the original's outputs kept from the step before"),
             };
             part.push_str(&format!(
                 " ({} reference interpreter, {compiled} compiled C{kept})",

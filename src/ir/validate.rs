@@ -246,9 +246,13 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        for e in g.edges() {
-            if checked.contains(&e.from) || checked.contains(&e.to) {
-                self.edge(g, e.from, e.to, e.memlet, scope);
+        // Each edge once: the outgoing ones of checked nodes, the incoming ones from others.
+        for &idx in &checked {
+            for e in g.out_edges(idx) {
+                self.edge(g, idx, e.other, e.memlet, scope);
+            }
+            for e in (g.in_edges(idx).into_iter()).filter(|e| !checked.contains(&e.other)) {
+                self.edge(g, e.other, idx, e.memlet, scope);
             }
         }
     }

@@ -61,7 +61,10 @@ mod grammar {
 pub use error::{ErrorKind, ParseError};
 pub use lex::{is_ident, quote};
 pub use parse::{parse, parse_named, Parsed};
-pub use print::{node_digest, print, print_exact, print_for_hash, print_node, scope_digest};
+pub use print::{
+    hash_graph_line, node_digest, print, print_exact, print_for_hash, print_hash_header,
+    print_node, scope_digest,
+};
 pub use values::INLINE_LIMIT;
 
 use crate::ir::sym::SymExpr;

@@ -43,6 +43,21 @@ pub fn print_for_hash(p: &Program) -> String {
     .program(p)
 }
 
+/// The part of [`print_for_hash`] before the graph line: a program whose declarations,
+/// constants and signature are the same has the same one, so a caller that knows this can
+/// reuse the hashing state after it (see `transform::engine::program_hash`).
+pub fn print_hash_header(p: &Program) -> String {
+    Printer {
+        values: Values::Digests,
+    }
+    .header(p)
+}
+
+/// The last line of [`print_for_hash`]: the top-level scope by its digest.
+pub fn hash_graph_line(g: &Graph) -> String {
+    format!("graph sha256:{}\n", hex::encode(scope_digest(g)))
+}
+
 /// The sha256 of one scope: of each node's [`node_digest`], in id order. Two scopes have the
 /// same digest exactly when they print alike (every node line and every edge line is inside
 /// some node's digest), and a nested scope hashes alike wherever it sits. Kept by the graph
@@ -133,6 +148,21 @@ fn join<T: std::fmt::Display>(items: &[T]) -> String {
 
 impl Printer {
     fn program(&self, p: &Program) -> String {
+        let mut text = self.header(p);
+        match self.values {
+            Values::Digests => text.push_str(&hash_graph_line(&p.graph)),
+            Values::Human | Values::Exact => {
+                text.push_str("graph ");
+                scope(&p.graph, 0, &mut text);
+                text.push('\n');
+            }
+        }
+        text
+    }
+
+    /// Everything before the graph: the name, symbols, declarations, signature and constants,
+    /// each section followed by a blank line.
+    fn header(&self, p: &Program) -> String {
         let mut sections = vec![format!("program {}\n", quote(&p.name))];
         let symbols: String = p
             .symbols
@@ -178,17 +208,8 @@ impl Printer {
             })
             .collect();
         sections.extend([symbols, data, signature, constants]);
-        let mut graph = String::from("graph ");
-        match self.values {
-            Values::Digests => {
-                graph.push_str(&format!("sha256:{}", hex::encode(scope_digest(&p.graph))))
-            }
-            Values::Human | Values::Exact => scope(&p.graph, 0, &mut graph),
-        }
-        graph.push('\n');
-        sections.push(graph);
         sections.retain(|s| !s.is_empty());
-        sections.join("\n")
+        sections.join("\n") + "\n"
     }
 
     fn value(&self, c: &Constant) -> String {

@@ -1,7 +1,7 @@
 //! Program fingerprints: one hash of the whole program for traces, and what a step changed,
 //! node by node.
 
-use crate::ir::text::{node_digest, print_for_hash, scope_digest};
+use crate::ir::text::{hash_graph_line, node_digest, print_hash_header, scope_digest};
 use crate::ir::{Graph, Node, NodeId, NodeKind, Program};
 use petgraph::stable_graph::NodeIndex;
 use sha2::{Digest, Sha256};
@@ -10,12 +10,40 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 
 /// The hash of the program's exact text form (every declaration, node id, memlet) in its
-/// Merkle form ([`print_for_hash`]: constants and scopes by their digests), so two programs
+/// Merkle form ([`crate::ir::text::print_for_hash`]: constants and scopes by their digests), so two programs
 /// hash alike exactly when they print alike, and a step re-hashes the declarations and the
-/// scopes it changed, not the weights or the rest of the graph.
+/// nodes it changed, not the weights or the rest of the graph.
 pub fn program_hash(p: &Program) -> String {
-    let digest = Sha256::digest(print_for_hash(p).as_bytes());
-    hex::encode(&digest[..16])
+    Header::of(p).hash(p)
+}
+
+/// The hashing state after a program's declarations, constants and signature
+/// ([`print_hash_header`]): the hash of any program with the same ones (see [`same_header`])
+/// costs only its graph line.
+#[derive(Clone)]
+pub(super) struct Header(Sha256);
+
+impl Header {
+    pub fn of(p: &Program) -> Header {
+        Header(Sha256::new_with_prefix(print_hash_header(p)))
+    }
+
+    /// The hash of `p`, whose header must be this one.
+    pub fn hash(&self, p: &Program) -> String {
+        let mut h = self.0.clone();
+        h.update(hash_graph_line(&p.graph));
+        hex::encode(&h.finalize()[..16])
+    }
+}
+
+/// Whether `a` and `b` print the same header: compared, not printed.
+pub(super) fn same_header(a: &Program, b: &Program) -> bool {
+    a.name == b.name
+        && a.inputs == b.inputs
+        && a.outputs == b.outputs
+        && a.symbols == b.symbols
+        && a.constants == b.constants
+        && a.data == b.data
 }
 
 /// What a step changed, found by comparing the program before and after it.
@@ -238,6 +266,13 @@ mod tests {
         let p = mlp();
         let back = parse(&print_exact(&p)).expect("parses").program;
         assert_eq!(program_hash(&back), program_hash(&p));
+    }
+
+    #[test]
+    fn the_hash_is_the_sha256_of_the_text_form_for_hashing() {
+        let p = mlp();
+        let text = crate::ir::text::print_for_hash(&p);
+        assert_eq!(program_hash(&p), hex::encode(&Sha256::digest(text)[..16]));
     }
 
     #[test]

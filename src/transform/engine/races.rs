@@ -8,9 +8,9 @@
 
 use super::diff::Changes;
 use crate::check::race::parallel_conflict;
-use crate::ir::{Graph, NodeId, NodeKind, Program, Schedule};
+use crate::ir::{Graph, Node, NodeId, NodeKind, Program, Schedule};
 
-/// The first parallel map of `after` (outer maps first) whose iterations conflict, and why —
+/// The first parallel map of `after` (outer maps first, then by id) whose iterations conflict, and why —
 /// unless the same map already conflicted in `before` (a race the step did not introduce).
 /// With `changed`, only the maps the step changed are looked at.
 pub(super) fn new_race(
@@ -32,14 +32,17 @@ pub(super) fn new_race(
 }
 
 /// Every parallel map of `g` and its nested scopes whose iterations conflict and that changed
-/// (every one without `changed`), outer maps first, with the reason. An unchanged map's body
+/// (every one without `changed`), outer maps first and by id within a scope, with the reason. An unchanged map's body
 /// is not entered: nothing in it changed.
 fn races(p: &Program, g: &Graph, changed: Option<&Changes>, found: &mut Vec<(NodeId, String)>) {
-    for n in g.ordered().into_iter().map(|i| g.node(i)) {
+    // By id, not in topological order: sorting the whole scope would cost more than the check.
+    let mut maps: Vec<&Node> = (g.nodes())
+        .filter(|n| matches!(n.kind, NodeKind::Map(_)))
+        .filter(|n| changed.is_none_or(|c| c.changed_map(n.id)))
+        .collect();
+    maps.sort_by_key(|n| n.id);
+    for n in maps {
         let NodeKind::Map(m) = &n.kind else { continue };
-        if !changed.is_none_or(|c| c.changed_map(n.id)) {
-            continue;
-        }
         if m.schedule == Schedule::Parallel {
             found.extend(parallel_conflict(m, p).map(|why| (n.id, why)));
         }
