@@ -9,6 +9,7 @@
 
 use super::texec::CExpr;
 use super::InterpError;
+use crate::ir::sym::{floor_div_int, floor_mod_int};
 use crate::ir::{
     DType, DataDesc, Dim, Graph, MapNode, NodeId, NodeKind, Precision, Range, Subset, SymEnv,
     SymExpr, TExpr, Tasklet, Wcr,
@@ -73,14 +74,8 @@ impl CTree {
             CTree::Mul(t) => t
                 .iter()
                 .try_fold(1i64, |a, x| Some(a.wrapping_mul(x.eval(s)?)))?,
-            CTree::FloorDiv(a, b) => {
-                let (a, b) = (a.eval(s)?, b.eval(s)?);
-                SymExpr::Int(a).floor_div(SymExpr::Int(b)).as_int()?
-            }
-            CTree::Mod(a, b) => {
-                let (a, b) = (a.eval(s)?, b.eval(s)?);
-                SymExpr::Int(a).modulo(SymExpr::Int(b)).as_int()?
-            }
+            CTree::FloorDiv(a, b) => floor_div_int(a.eval(s)?, b.eval(s)?)?,
+            CTree::Mod(a, b) => floor_mod_int(a.eval(s)?, b.eval(s)?)?,
             CTree::Min(a, b) => a.eval(s)?.min(b.eval(s)?),
             CTree::Max(a, b) => a.eval(s)?.max(b.eval(s)?),
         })

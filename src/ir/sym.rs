@@ -88,17 +88,11 @@ impl SymExpr {
             })?,
             SymExpr::FloorDiv(a, b) => {
                 let (a, b) = (a.eval_with(lookup)?, b.eval_with(lookup)?);
-                if b == 0 {
-                    return Err(SymError::DivByZero(self.to_string()));
-                }
-                a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0)
+                floor_div_int(a, b).ok_or_else(|| SymError::DivByZero(self.to_string()))?
             }
             SymExpr::Mod(a, b) => {
                 let (a, b) = (a.eval_with(lookup)?, b.eval_with(lookup)?);
-                if b == 0 {
-                    return Err(SymError::DivByZero(self.to_string()));
-                }
-                floor_mod(a, b)
+                floor_mod_int(a, b).ok_or_else(|| SymError::DivByZero(self.to_string()))?
             }
             SymExpr::Min(a, b) => a.eval_with(lookup)?.min(b.eval_with(lookup)?),
             SymExpr::Max(a, b) => a.eval_with(lookup)?.max(b.eval_with(lookup)?),
@@ -201,6 +195,17 @@ impl SymExpr {
 }
 
 /// Floor modulo: the result has the sign of the divisor.
+/// `a // b` rounded toward negative infinity, as the IR's floor division means it (`None` when
+/// `b` is 0): the one integer rule symbolic folding, evaluation and the interpreter share.
+pub fn floor_div_int(a: i64, b: i64) -> Option<i64> {
+    (b != 0).then(|| a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0))
+}
+
+/// `a mod b` with the sign of `b` (`None` when `b` is 0), the remainder of [`floor_div_int`].
+pub fn floor_mod_int(a: i64, b: i64) -> Option<i64> {
+    (b != 0).then(|| floor_mod(a, b))
+}
+
 fn floor_mod(a: i64, b: i64) -> i64 {
     let r = a % b;
     if r != 0 && ((r < 0) != (b < 0)) {
@@ -272,10 +277,8 @@ impl Poly {
             SymExpr::Mul(t) => t
                 .iter()
                 .fold(Poly::constant(1), |acc, x| acc.mul(&Poly::from_expr(x))),
-            SymExpr::FloorDiv(a, b) => Self::binary(a, b, e, |a, b| {
-                (b != 0).then(|| a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0))
-            }),
-            SymExpr::Mod(a, b) => Self::binary(a, b, e, |a, b| (b != 0).then(|| floor_mod(a, b))),
+            SymExpr::FloorDiv(a, b) => Self::binary(a, b, e, floor_div_int),
+            SymExpr::Mod(a, b) => Self::binary(a, b, e, floor_mod_int),
             SymExpr::Min(a, b) => Self::binary(a, b, e, |a, b| Some(a.min(b))),
             SymExpr::Max(a, b) => Self::binary(a, b, e, |a, b| Some(a.max(b))),
         }
