@@ -9,8 +9,9 @@
 //!    default `12,60,200` layers) with numerics lowered, so the figure is the engine's time per
 //!    step, and the ratio of the longest chain's per-step time to the shortest's.
 //! 3. **Whole pipelines, every step checked** (numerics on): `std::cpu` on the demo encoder
-//!    layer, a BERT-shaped model and a ResNet-50-shaped one at 224×224
-//!    (`STEPS_BENCH_MODELS`, default `encoder,bert,resnet50`), with where the time went.
+//!    layer, a BERT-shaped model, a ResNet-50-shaped one at 224×224 and a chain of part 2
+//!    (`STEPS_BENCH_MODELS`, default `encoder,bert,resnet50,chain200`), with where the time
+//!    went.
 //!
 //! Each figure is the median of `STEPS_BENCH_REPS` runs (default 3) with its [min–max]; the
 //! machine is shared, so read the spreads. Nothing here is asserted against a time.
@@ -162,7 +163,10 @@ fn model(name: &str) -> (Vec<u8>, ImportOptions) {
             };
             resnet50(&cfg, 224, 11).bytes
         }
-        other => panic!("unknown model {other}: encoder, bert or resnet50"),
+        other => match other.strip_prefix("chain").and_then(|l| l.parse().ok()) {
+            Some(layers) => chain(layers),
+            None => panic!("unknown model {other}: encoder, bert, resnet50 or chain<layers>"),
+        },
     };
     (bytes, opts)
 }
@@ -271,7 +275,7 @@ fn main() {
     let chains: Vec<usize> = (list("STEPS_BENCH_CHAINS", "12,60,200").iter())
         .map(|s| s.parse().expect("a layer count"))
         .collect();
-    let models = list("STEPS_BENCH_MODELS", "encoder,bert,resnet50");
+    let models = list("STEPS_BENCH_MODELS", "encoder,bert,resnet50,chain200");
     if !sizes.is_empty() {
         part1(&sizes, sites, reps);
     }
