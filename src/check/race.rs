@@ -371,7 +371,7 @@ mod tests {
             body,
         };
         let mut p = Program::new("conflict");
-        p.data = data;
+        p.data = data.into();
         let why = parallel_conflict(&map, &p).expect("conflict");
         assert!(why.contains("differ only in `k`"), "{why}");
     }

@@ -479,13 +479,61 @@ impl Graph {
     }
 }
 
+/// A program's data descriptors by name: a map shared between copies of the program until one
+/// of them changes it (copy on write), so a rollback snapshot shares them and "did the step
+/// change any declaration" is a pointer comparison when it did not. Reads and writes go
+/// through `BTreeMap`'s own API (`Deref`/`DerefMut`); a write copies the map only while
+/// another program shares it.
+#[derive(Clone, Debug, Default)]
+pub struct Decls(Arc<BTreeMap<String, DataDesc>>);
+
+impl Decls {
+    /// Whether `self` and `other` are the same map, not copies: then they are equal.
+    pub fn shared_with(&self, other: &Decls) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl PartialEq for Decls {
+    fn eq(&self, other: &Decls) -> bool {
+        self.shared_with(other) || self.0 == other.0
+    }
+}
+
+impl std::ops::Deref for Decls {
+    type Target = BTreeMap<String, DataDesc>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Decls {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<BTreeMap<String, DataDesc>> for Decls {
+    fn from(map: BTreeMap<String, DataDesc>) -> Decls {
+        Decls(Arc::new(map))
+    }
+}
+
+impl<'a> IntoIterator for &'a Decls {
+    type Item = (&'a String, &'a DataDesc);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, DataDesc>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
 /// A whole program: data descriptors, constant values and the top-level dataflow graph.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     pub name: String,
     /// Named integers that may appear in shapes and ranges, with a value once bound.
     pub symbols: BTreeMap<String, Option<i64>>,
-    pub data: BTreeMap<String, DataDesc>,
+    pub data: Decls,
     /// Constant values, shared between copies of the program (see [`Constant`]).
     pub constants: BTreeMap<String, Constant>,
     /// Caller-visible inputs and outputs, in signature order.
@@ -500,7 +548,7 @@ impl Program {
         Program {
             name: name.into(),
             symbols: BTreeMap::new(),
-            data: BTreeMap::new(),
+            data: Decls::default(),
             constants: BTreeMap::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),

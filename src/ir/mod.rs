@@ -22,7 +22,7 @@ pub mod validate;
 
 pub use constant::Constant;
 pub use data::{DType, DataDesc, DataKind, Storage};
-pub use graph::{Graph, Program};
+pub use graph::{Decls, Graph, Program};
 pub use node::{
     Attr, LibraryNode, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Tasklet, Wcr,
     CALL_WORK,

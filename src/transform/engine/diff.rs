@@ -20,7 +20,7 @@ pub fn program_hash(p: &Program) -> String {
 /// The hashing state after a program's declarations, constants and signature
 /// ([`print_hash_header`]): the hash of any program with the same ones (see [`same_header`])
 /// costs only its graph line.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(super) struct Header(Sha256);
 
 impl Header {
@@ -83,7 +83,8 @@ type Prints = BTreeMap<NodeId, (u64, NodeId)>;
 /// accesses to it changed).
 pub(super) fn changes(before: &Program, after: &Program) -> Changes {
     let declarations = before.symbols != after.symbols
-        || (before.data.iter()).any(|(name, d)| after.data.get(name) != Some(d));
+        || !before.data.shared_with(&after.data)
+            && (before.data.iter()).any(|(name, d)| after.data.get(name) != Some(d));
     let found = compared(before, after, declarations, !declarations);
     if cfg!(debug_assertions) {
         // Debug builds (every test) prove skipping unchanged scopes and nodes changes nothing.
