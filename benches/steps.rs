@@ -9,7 +9,8 @@
 //!    default `12,60,200` layers) with numerics lowered, so the figure is the engine's time per
 //!    step, and the ratio of the longest chain's per-step time to the shortest's.
 //! 3. **Whole pipelines, every step checked** (numerics on): `std::cpu` on the demo encoder
-//!    layer, a BERT-shaped model, a ResNet-50-shaped one at 224×224 and a chain of part 2
+//!    layer, the locked BERT-shaped model (`dmove models`), the locked ResNet-50-shaped one at
+//!    224×224 instead of 64×64, and a chain of part 2
 //!    (`STEPS_BENCH_MODELS`, default `encoder,bert,resnet50,chain200`), with where the time
 //!    went.
 //!
@@ -24,9 +25,8 @@ use dmove::onnx::{import, load_model, ImportOptions};
 use dmove::recipe::run::{run, RunOptions};
 use dmove::transform::engine::{Checks, Engine, Layer, StepTime, TimeSummary};
 use dmove::transform::{find, Params};
-use dmove::zoo::bert::{bert, BertConfig};
 use dmove::zoo::net::Net;
-use dmove::zoo::resnet::{resnet50, ResNetConfig};
+use dmove::zoo::{recipe_models, resnet50_at};
 use std::time::{Duration, Instant};
 
 #[path = "support/many_maps.rs"]
@@ -140,28 +140,12 @@ fn model(name: &str) -> (Vec<u8>, ImportOptions) {
         "bert" => {
             opts.dims
                 .extend([("batch_size".into(), 2), ("sequence".into(), 8)]);
-            let cfg = BertConfig {
-                vocab: 50,
-                hidden: 32,
-                heads: 4,
-                layers: 2,
-                intermediate: 64,
-                max_positions: 16,
-                opset: 17,
-                mask_min: f32::MIN,
-            };
-            bert(&cfg, 17).bytes
+            let locked = recipe_models().into_iter().find(|m| m.name == "bert");
+            locked.expect("the locked BERT").bytes()
         }
         "resnet50" => {
             opts.dims.insert("batch_size".into(), 1);
-            let cfg = ResNetConfig {
-                width: 8,
-                classes: 10,
-                opset: 17,
-                batchnorm: false,
-                view_flatten: false,
-            };
-            resnet50(&cfg, 224, 11).bytes
+            resnet50_at(224)
         }
         other => match other.strip_prefix("chain").and_then(|l| l.parse().ok()) {
             Some(layers) => chain(layers),

@@ -63,6 +63,12 @@ pub fn recipe_models() -> [RecipeModel; 4] {
 
 /// ResNet-50's eval-mode export at width 8 on 64×64 images.
 fn resnet50_model() -> Vec<u8> {
+    resnet50_at(64)
+}
+
+/// The locked ResNet-50 (width 8, its seed) on `size`×`size` images: the benches measure it at
+/// 224, the size the real network is trained at.
+pub fn resnet50_at(size: i64) -> Vec<u8> {
     let cfg = resnet::ResNetConfig {
         width: 8,
         classes: 10,
@@ -70,7 +76,7 @@ fn resnet50_model() -> Vec<u8> {
         batchnorm: false,
         view_flatten: false,
     };
-    resnet::resnet50(&cfg, 64, 11).bytes
+    resnet::resnet50(&cfg, size, 11).bytes
 }
 
 /// A two-layer BERT at hidden size 32, opset 17 (LayerNormalization nodes).

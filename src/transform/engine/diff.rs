@@ -6,7 +6,7 @@ use crate::ir::{Graph, Node, NodeId, NodeKind, Program};
 use petgraph::stable_graph::NodeIndex;
 use sha2::{Digest, Sha256};
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
 /// The hash of the program's exact text form (every declaration, node id, memlet) in its
@@ -160,7 +160,7 @@ impl Pairing<'_> {
         scope: Option<NodeId>,
         top: Option<NodeId>,
     ) {
-        let mut same = (BTreeSet::new(), BTreeSet::new());
+        let mut same = Unchanged::new();
         if let (Some(gb), Some(ga), true) = (b, a, self.skip_unchanged) {
             if scope_digest(gb) == scope_digest(ga) {
                 return;
@@ -168,8 +168,8 @@ impl Pairing<'_> {
             same = unchanged_nodes(gb, ga);
         }
         self.bodies.extend(scope);
-        let bodies_b = b.map(|g| level(self.before, g, scope, top, &same.0, self.b));
-        let bodies_a = a.map(|g| level(self.after, g, scope, top, &same.1, self.a));
+        let bodies_b = b.map(|g| level(self.before, g, scope, top, &same, self.b));
+        let bodies_a = a.map(|g| level(self.after, g, scope, top, &same, self.a));
         let (bodies_b, bodies_a) = (bodies_b.unwrap_or_default(), bodies_a.unwrap_or_default());
         for (id, (body, top)) in &bodies_a {
             let other = bodies_b.get(id).map(|(g, _)| *g);
@@ -184,20 +184,24 @@ impl Pairing<'_> {
 }
 
 /// The nodes of `b` and of `a` with the same id and digest on both sides (a digest covers the
-/// node, its body and its edges).
-fn unchanged_nodes(b: &Graph, a: &Graph) -> (BTreeSet<NodeIndex>, BTreeSet<NodeIndex>) {
-    let by_id: HashMap<NodeId, NodeIndex> = b.node_indices().map(|i| (b.node(i).id, i)).collect();
-    let mut same = (BTreeSet::new(), BTreeSet::new());
-    for ia in a.node_indices() {
-        if let Some(&ib) = by_id.get(&a.node(ia).id) {
-            if node_digest(b, ib) == node_digest(a, ia) {
-                same.0.insert(ib);
-                same.1.insert(ia);
+/// node, its body and its edges). A copy keeps node indices, so nodes are paired by index: one
+/// that moved to another index is fingerprinted, which finds it unchanged all the same.
+fn unchanged_nodes(b: &Graph, a: &Graph) -> Unchanged {
+    let mut same = Unchanged::new();
+    for i in a.node_indices() {
+        let paired = b.get_node(i).is_some_and(|n| n.id == a.node(i).id);
+        if paired && node_digest(b, i) == node_digest(a, i) {
+            if same.len() <= i.index() {
+                same.resize(i.index() + 1, false);
             }
+            same[i.index()] = true;
         }
     }
     same
 }
+
+/// Whether the node at each index is unchanged (the same index on both sides).
+type Unchanged = Vec<bool>;
 
 /// Fingerprints the nodes of one scope but `skip` into `out`, and returns the bodies of those
 /// that are maps by id, each with its top-level ancestor.
@@ -206,7 +210,7 @@ fn level<'g>(
     g: &'g Graph,
     scope: Option<NodeId>,
     top: Option<NodeId>,
-    skip: &BTreeSet<NodeIndex>,
+    skip: &Unchanged,
     out: &mut Prints,
 ) -> BTreeMap<NodeId, (&'g Graph, NodeId)> {
     let mut bodies = BTreeMap::new();
@@ -215,7 +219,8 @@ fn level<'g>(
         (g.node(from).id, g.node(to).id, format!("{m:?}")).hash(&mut h);
         h.finish()
     };
-    for idx in g.node_indices().filter(|i| !skip.contains(i)) {
+    let skipped = |i: &NodeIndex| skip.get(i.index()).copied().unwrap_or(false);
+    for idx in g.node_indices().filter(|i| !skipped(i)) {
         let n = g.node(idx);
         let top = top.unwrap_or(n.id);
         if let NodeKind::Map(m) = &n.kind {
