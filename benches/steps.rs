@@ -14,6 +14,9 @@
 //!    (`STEPS_BENCH_MODELS`, default `encoder,bert,resnet50,chain200`), with where the time
 //!    went.
 //!
+//! 4. With `STEPS_BENCH_EVERYWHERE=N` (off by default: minutes at 100k): `apply Parallelize
+//!    everywhere` through the recipe interpreter on N nodes of maps that are all sequential.
+//!
 //! Each figure is the median of `STEPS_BENCH_REPS` runs (default 3) with its [min–max]; the
 //! machine is shared, so read the spreads. Nothing here is asserted against a time.
 
@@ -22,6 +25,7 @@ use dmove::demo::cpu_recipe;
 use dmove::demo::model::encoder_model;
 use dmove::ir::{NodeId, NodeKind, Program, Schedule};
 use dmove::onnx::{import, load_model, ImportOptions};
+use dmove::recipe::load_source;
 use dmove::recipe::run::{run, RunOptions};
 use dmove::transform::engine::{Checks, Engine, Layer, StepTime, TimeSummary};
 use dmove::transform::{find, Params};
@@ -250,6 +254,35 @@ fn part3(models: &[String], reps: usize) {
     println!();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Part 4: every map of a large program, one step each.
+
+/// `apply Parallelize everywhere` through the recipe interpreter on `nodes` nodes of maps that
+/// are all sequential: one step per map, numerics lowered.
+fn part4(nodes: usize) {
+    let mut p = independent_maps(nodes, usize::MAX);
+    let (count, maps) = count_nodes(&p);
+    let text = "recipe \"bench::everywhere\" version \"0.1.0\"\n\nmain {\n  apply Parallelize everywhere\n}\n";
+    let recipe = load_source("bench::everywhere", text, None);
+    let opts = RunOptions {
+        checks: lowered(),
+        measure: false,
+        ..RunOptions::default()
+    };
+    let start = Instant::now();
+    let report = run(&recipe, &mut p, &opts).expect("the recipe runs");
+    let wall = start.elapsed().as_secs_f64();
+    let steps = report.steps.len();
+    println!("part 4: `apply Parallelize everywhere` on {count} nodes ({maps} maps, all sequential), numerics lowered, one run");
+    println!();
+    println!(
+        "{steps} steps in {wall:.1} s ({:.1} ms per step); {}",
+        wall * 1e3 / steps.max(1) as f64,
+        TimeSummary::of(&report.step_times).render()
+    );
+    println!();
+}
+
 fn main() {
     let reps: usize = env_or("STEPS_BENCH_REPS", "3").parse().expect("a count");
     let sites: usize = env_or("STEPS_BENCH_SITES", "16").parse().expect("a count");
@@ -268,5 +301,9 @@ fn main() {
     }
     if !models.is_empty() {
         part3(&models, reps);
+    }
+    let everywhere = env_or("STEPS_BENCH_EVERYWHERE", "");
+    if !everywhere.trim().is_empty() {
+        part4(everywhere.trim().parse().expect("a node count"));
     }
 }
