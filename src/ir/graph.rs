@@ -7,7 +7,7 @@ use super::sym::SymEnv;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use petgraph::Direction;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
 /// One scope's dataflow graph. Backed by a petgraph `StableDiGraph` so indices of untouched
@@ -30,6 +30,9 @@ struct Scope {
     /// through one of them, so a kept digest is always current: a checked step re-hashes only
     /// the scopes it changed, and a copy (a rollback snapshot) keeps the digests it copied.
     digest: OnceLock<[u8; 32]>,
+    /// Where each node id of this scope is, built on first lookup and forgotten like the
+    /// digest, so finding a site costs a hash lookup instead of a scan of the scope.
+    ids: OnceLock<HashMap<NodeId, NodeIndex>>,
     /// Each node's digest (its text with its edges, `ir::text::node_digest`), by node index,
     /// kept the same way: changing a node, or adding, removing or editing one of its edges,
     /// forgets that node's, so re-hashing a wide scope after a step costs the nodes it touched.
@@ -96,6 +99,7 @@ impl Graph {
     fn forget(&mut self, nodes: &[NodeIndex]) -> &mut Scope {
         let scope = Arc::make_mut(&mut self.inner);
         scope.digest.take();
+        scope.ids.take();
         for idx in nodes {
             if let Some(slot) = scope.node_digests.get_mut(idx.index()) {
                 slot.take();
@@ -108,6 +112,7 @@ impl Graph {
     fn forget_all(&mut self) -> &mut Scope {
         let scope = Arc::make_mut(&mut self.inner);
         scope.digest.take();
+        scope.ids.take();
         for slot in &mut scope.node_digests {
             slot.take();
         }
@@ -244,10 +249,15 @@ impl Graph {
 
     /// Index of the node with this id in *this* graph (not in nested scopes).
     pub fn index_of(&self, id: NodeId) -> Option<NodeIndex> {
-        self.inner
-            .g
-            .node_indices()
-            .find(|&i| self.inner.g[i].id == id)
+        let ids = self.inner.ids.get_or_init(|| {
+            let mut ids = HashMap::new();
+            for i in self.inner.g.node_indices() {
+                // The first index wins, as a scan would find it (an invalid scope may repeat an id).
+                ids.entry(self.inner.g[i].id).or_insert(i);
+            }
+            ids
+        });
+        ids.get(&id).copied()
     }
 
     pub fn in_edges(&self, idx: NodeIndex) -> Vec<EdgeView<'_>> {
