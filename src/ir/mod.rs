@@ -8,6 +8,7 @@
 pub mod build;
 pub mod constant;
 pub mod data;
+pub mod decls;
 pub mod dot;
 pub mod graph;
 pub mod node;
@@ -22,7 +23,8 @@ pub mod validate;
 
 pub use constant::Constant;
 pub use data::{DType, DataDesc, DataKind, Storage};
-pub use graph::{Decls, Graph, Program};
+pub use decls::Decls;
+pub use graph::{Graph, Program};
 pub use node::{
     Attr, LibraryNode, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Tasklet, Wcr,
     CALL_WORK,

@@ -17,6 +17,7 @@ mod races;
 mod repeat;
 mod timing;
 mod trace;
+mod validation;
 
 pub use diff::program_hash;
 pub use numerics::work;
@@ -28,11 +29,11 @@ use super::{
     check_site, Args, Legality, NotApplicable, ParamError, Params, SiteError, Transformation,
 };
 use crate::check::NumericsError;
-use crate::ir::validate::{validate, validate_since, Fresh, InvalidIr, Since};
+use crate::ir::validate::InvalidIr;
 use crate::ir::{NodeId, Program};
 use crate::pattern::Change;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// A check layer. Structural invariants always run; the caller may lower the other two.
@@ -511,53 +512,6 @@ impl Engine {
             }
         }
         Ok((done, hash_after))
-    }
-}
-
-impl Engine {
-    /// Validates `p` after a rewrite of `after.original`: only what the step changed when the
-    /// original is known valid (the last program this engine validated, or checked whole now)
-    /// and the step kept every declaration and symbol; the whole program otherwise. Debug
-    /// builds (every test) also validate the whole program and require the same verdict.
-    fn validate(&mut self, after: &Rewrite, p: &Program) -> Result<(), InvalidIr> {
-        let original = after.original;
-        let changes = after.changes;
-        if self.valid.as_deref() != Some(after.original_hash) && validate(original).is_ok() {
-            self.valid = Some(after.original_hash.to_string());
-        }
-        let known = self.valid.as_deref() == Some(after.original_hash);
-        if !known || changes.declarations {
-            return validate(p);
-        }
-        let had_value = |name: &String, q: &Program| q.constants.contains_key(name);
-        let same_data = p.data.shared_with(&original.data);
-        let names: BTreeSet<String> = (p.data.keys())
-            .filter(|k| !same_data && !original.data.contains_key(*k))
-            .chain(p.constants.keys().filter(|k| !had_value(k, original)))
-            .chain(original.constants.keys().filter(|k| !had_value(k, p)))
-            .cloned()
-            .collect();
-        let is = |ids: &[NodeId], id: NodeId| ids.binary_search(&id).is_ok();
-        let since = Since {
-            node: &|n| match () {
-                _ if is(&changes.added, n.id) || is(&changes.modified, n.id) => Fresh::Whole,
-                _ if changes.bodies.contains(&n.id) => Fresh::Changed,
-                _ => Fresh::No,
-            },
-            taken_elsewhere: &|id| {
-                is(&changes.added, id) && id.0 < original.next_id() && original.node(id).is_some()
-            },
-            names: Some(&names),
-        };
-        let valid = validate_since(p, &since);
-        if cfg!(debug_assertions) {
-            assert_eq!(
-                valid.is_ok(),
-                validate(p).is_ok(),
-                "validating what the step changed disagrees with validating the whole program: {valid:?}"
-            );
-        }
-        valid
     }
 }
 

@@ -1,0 +1,54 @@
+//! The structural layer after a rewrite: the whole program when nothing is known about the
+//! original, otherwise only what the step changed (see [`crate::ir::validate::validate_since`]).
+
+use super::{Engine, Rewrite};
+use crate::ir::validate::{validate, validate_since, Fresh, InvalidIr, Since};
+use crate::ir::{NodeId, Program};
+use std::collections::BTreeSet;
+
+impl Engine {
+    /// Validates `p` after a rewrite of `after.original`: only what the step changed when the
+    /// original is known valid (the last program this engine validated, or checked whole now)
+    /// and the step kept every declaration and symbol; the whole program otherwise. Debug
+    /// builds (every test) also validate the whole program and require the same verdict.
+    pub(super) fn validate(&mut self, after: &Rewrite, p: &Program) -> Result<(), InvalidIr> {
+        let original = after.original;
+        let changes = after.changes;
+        if self.valid.as_deref() != Some(after.original_hash) && validate(original).is_ok() {
+            self.valid = Some(after.original_hash.to_string());
+        }
+        let known = self.valid.as_deref() == Some(after.original_hash);
+        if !known || changes.declarations {
+            return validate(p);
+        }
+        let had_value = |name: &String, q: &Program| q.constants.contains_key(name);
+        let same_data = p.data.shared_with(&original.data);
+        let names: BTreeSet<String> = (p.data.keys())
+            .filter(|k| !same_data && !original.data.contains_key(*k))
+            .chain(p.constants.keys().filter(|k| !had_value(k, original)))
+            .chain(original.constants.keys().filter(|k| !had_value(k, p)))
+            .cloned()
+            .collect();
+        let is = |ids: &[NodeId], id: NodeId| ids.binary_search(&id).is_ok();
+        let since = Since {
+            node: &|n| match () {
+                _ if is(&changes.added, n.id) || is(&changes.modified, n.id) => Fresh::Whole,
+                _ if changes.bodies.contains(&n.id) => Fresh::Changed,
+                _ => Fresh::No,
+            },
+            taken_elsewhere: &|id| {
+                is(&changes.added, id) && id.0 < original.next_id() && original.node(id).is_some()
+            },
+            names: Some(&names),
+        };
+        let valid = validate_since(p, &since);
+        if cfg!(debug_assertions) {
+            assert_eq!(
+                valid.is_ok(),
+                validate(p).is_ok(),
+                "validating what the step changed disagrees with validating the whole program: {valid:?}"
+            );
+        }
+        valid
+    }
+}
