@@ -388,7 +388,7 @@ impl Engine {
             let checked = self.check_rewrite(&after, p, &mut time)?;
             Ok((touched, hash_before, changes, checked))
         });
-        let (touched, hash_before, changes, (done, hash_after)) = match checked {
+        let (touched, hash_before, changes, (done, hash_after, header)) = match checked {
             Ok(checked) => checked,
             Err(r) => {
                 *p = snapshot;
@@ -406,9 +406,7 @@ impl Engine {
             time,
         });
         self.valid = Some(hash_after.clone());
-        if !matches!(&self.header, Some((last, _)) if diff::same_header(last, p)) {
-            self.header = Some((p.clone(), diff::Header::of(p)));
-        }
+        self.header = Some((p.clone(), header));
         let diff::Changes {
             added,
             removed,
@@ -432,13 +430,14 @@ impl Engine {
 
     /// The layers after a rewrite of `after.original` into `p`: structural invariants, the
     /// engine's race check (with the waived preconditions when legality is lowered), numerics.
-    /// Returns the records and the rewritten program's hash; `time` gets each layer's time.
+    /// Returns the records, the rewritten program's hash and its hashing state after the
+    /// declarations (kept for the next step); `time` gets each layer's time.
     fn check_rewrite(
         &mut self,
         after: &Rewrite,
         p: &Program,
         time: &mut StepTime,
-    ) -> Result<(Vec<CheckRecord>, String), Refusal> {
+    ) -> Result<(Vec<CheckRecord>, String, diff::Header), Refusal> {
         let name = after.t.name().to_string();
         let started = Instant::now();
         let valid = self.validate(after, p);
@@ -483,10 +482,11 @@ impl Engine {
             .unwrap_or_else(|| passed(Layer::Legality, "preconditions; parallel maps race-free"));
         let mut done = vec![passed(Layer::Structural, ""), legality];
         let hashed = Instant::now();
-        let hash_after = match diff::same_header(after.original, p) {
-            true => after.original_header.hash(p),
-            false => program_hash(p),
+        let header = match diff::same_header(after.original, p) {
+            true => after.original_header.clone(),
+            false => diff::Header::of(p),
         };
+        let hash_after = header.hash(p);
         debug_assert_eq!(hash_after, program_hash(p), "the kept header hashes alike");
         time.hash += hashed.elapsed();
         match self.checks.lowered_record(Layer::Numerics, Vec::new()) {
@@ -511,7 +511,7 @@ impl Engine {
                 done.push(passed(Layer::Numerics, &how));
             }
         }
-        Ok((done, hash_after))
+        Ok((done, hash_after, header))
     }
 }
 

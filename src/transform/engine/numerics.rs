@@ -318,11 +318,11 @@ fn run_side(
     original: bool,
 ) -> Result<(Values, Method), SideError> {
     let inputs = inputs_of(p, all);
-    let hash = program_hash(p);
-    if original {
-        if let Some(out) = cache.get(&hash, &inputs) {
-            return Ok((out, Method::Kept));
-        }
+    // Only an original side is looked up and kept here (the caller keeps a rewritten side's
+    // outputs once they passed the comparison).
+    let hash = original.then(|| program_hash(p));
+    if let Some(out) = hash.as_ref().and_then(|h| cache.get(h, &inputs)) {
+        return Ok((out, Method::Kept));
     }
     let w = work(p);
     let mut library = false;
@@ -341,8 +341,8 @@ fn run_side(
         let out = run_c(p, &inputs).map_err(SideError::Compiled)?;
         (out, Method::Compiled { work: w })
     };
-    if original {
-        cache.put(&hash, &inputs, out.clone());
+    if let Some(hash) = &hash {
+        cache.put(hash, &inputs, out.clone());
     }
     Ok((out, method))
 }
