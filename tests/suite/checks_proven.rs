@@ -214,6 +214,35 @@ fn wrong_numerics_are_refused_by_the_numerics_layer() {
 }
 
 #[test]
+fn wrong_numerics_are_refused_when_the_original_s_outputs_come_from_the_step_before() {
+    // The first step's rewritten region is the next step's original: its outputs are kept, not
+    // recomputed, and the wrong rewrite after it must still be refused against them.
+    let mut p = elementwise_chain(4, 6);
+    let mut engine = Engine::new(Checks::default());
+    let site = [first_map(&p)];
+    let parallelize = find("Parallelize").expect("registered");
+    (engine.apply(&mut p, parallelize, &site, &Params::new())).expect("the map parallelizes");
+    let before = print_exact(&p);
+    let r = engine
+        .apply(&mut p, &WrongResult, &site, &Params::new())
+        .expect_err("a wrong result must be refused");
+    assert!(matches!(r, Refusal::Numerics { .. }), "{r:?}");
+    assert_eq!(
+        print_exact(&p),
+        before,
+        "the program must be restored exactly"
+    );
+    // A correct step from the same program reads the kept outputs too, and says so.
+    let tiles: Params = [("tiles".to_string(), ParamValue::Ints(vec![2, 0]))].into();
+    let tiling = find("MapTiling").expect("registered");
+    let step = engine
+        .apply(&mut p, tiling, &site, &tiles)
+        .expect("tiling applies");
+    let how = step.passed(Layer::Numerics).expect("numerics ran");
+    assert!(how.contains("outputs kept from the previous step"), "{how}");
+}
+
+#[test]
 fn wrong_numerics_pass_only_when_the_user_lowered_numerics_and_the_step_says_so() {
     let mut p = elementwise_chain(4, 6);
     let site = [first_map(&p)];
