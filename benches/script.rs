@@ -67,8 +67,8 @@ fn independent_2d_maps(blocks: usize) -> Program {
             outputs.push(y);
         }
     });
-    p.inputs = inputs;
-    p.outputs = outputs;
+    p.inputs = inputs.into();
+    p.outputs = outputs.into();
     p
 }
 

@@ -62,8 +62,8 @@ pub fn independent_maps(nodes: usize, sites: usize) -> Program {
             outputs.extend(ys);
         }
     });
-    p.inputs = inputs;
-    p.outputs = outputs;
+    p.inputs = inputs.into();
+    p.outputs = outputs.into();
     p
 }
 

@@ -35,7 +35,7 @@ impl IrTrace {
     pub fn new(p: &Program) -> Result<IrTrace, AnalysisError> {
         let mut has_library = false;
         p.graph
-            .walk(&mut |n| has_library |= matches!(n.kind, NodeKind::Library(_)));
+            .each(&mut |n| has_library |= matches!(n.kind, NodeKind::Library(_)));
         let lowered;
         let p = if has_library {
             let mut q = p.clone();

@@ -19,8 +19,8 @@ pub fn matmul(m: SymExpr, k: SymExpr, n: SymExpr, acc_schedule: Schedule) -> Pro
         p.data
             .insert(name.into(), DataDesc::new(DType::F32, shape, kind));
     }
-    p.inputs = vec!["A".into(), "B".into()];
-    p.outputs = vec!["C".into()];
+    p.inputs = vec!["A".into(), "B".into()].into();
+    p.outputs = vec!["C".into()].into();
     let s = SymExpr::sym;
     let ij = || Subset::element([s("i"), s("j")]);
     p.build(|b| {

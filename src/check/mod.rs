@@ -263,7 +263,7 @@ mod tests {
         let mut libs = 0;
         lowered
             .graph
-            .walk(&mut |n| libs += usize::from(matches!(n.kind, crate::ir::NodeKind::Library(_))));
+            .each(&mut |n| libs += usize::from(matches!(n.kind, crate::ir::NodeKind::Library(_))));
         assert_eq!(libs, 0);
     }
 

@@ -48,7 +48,7 @@ fn shared_accesses(map: &MapNode, p: &Program) -> Vec<BodyAccess> {
 /// Number of access nodes of `data` in `g` and its nested scopes.
 pub fn access_count(g: &Graph, data: &str) -> usize {
     let mut n = 0;
-    g.walk(&mut |node| {
+    g.each(&mut |node| {
         if matches!(&node.kind, NodeKind::Access(d) if d == data) {
             n += 1;
         }

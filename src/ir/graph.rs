@@ -2,11 +2,11 @@
 
 use super::constant::Constant;
 use super::data::DataDesc;
-use super::decls::Decls;
+use super::decls::{Decls, Names};
 use super::node::{Memlet, Node, NodeId, NodeKind};
 use super::sym::SymEnv;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
-use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+use petgraph::visit::{EdgeRef, IntoEdgeReferences, NodeIndexable};
 use petgraph::Direction;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
@@ -25,15 +25,22 @@ pub struct Graph {
 /// A graph's storage and the digests it keeps.
 #[derive(Clone, Default)]
 struct Scope {
-    g: StableDiGraph<Node, Memlet>,
+    /// Nodes and memlets behind their own `Arc`, so copying a scope for a step copies pointers
+    /// and the step then copies only the nodes and memlets it writes to.
+    g: StableDiGraph<Arc<Node>, Arc<Memlet>>,
     /// The digest of this scope's text form (`ir::text::scope_digest`), computed on first use.
     /// Every `&mut self` method forgets it, and a nested scope is reachable mutably only
     /// through one of them, so a kept digest is always current: a checked step re-hashes only
     /// the scopes it changed, and a copy (a rollback snapshot) keeps the digests it copied.
     digest: OnceLock<[u8; 32]>,
-    /// Where each node id of this scope is, built on first lookup and forgotten like the
-    /// digest, so finding a site costs a hash lookup instead of a scan of the scope.
+    /// Where each node id of this scope is, built on first lookup and then kept up to date by
+    /// the methods that add and remove nodes, so finding a site costs a hash lookup instead of
+    /// a scan of the scope. An entry may be stale (its node was removed or renumbered): a
+    /// lookup checks the node it finds.
     ids: OnceLock<HashMap<NodeId, NodeIndex>>,
+    /// The node last handed out by [`Graph::node_mut`], whose id may have changed since: the
+    /// next change to the scope records its id in `ids`, and a lookup before that checks it.
+    renamed: Option<NodeIndex>,
     /// Each node's digest (its text with its edges, `ir::text::node_digest`), by node index,
     /// kept the same way: changing a node, or adding, removing or editing one of its edges,
     /// forgets that node's, so re-hashing a wide scope after a step costs the nodes it touched.
@@ -100,7 +107,11 @@ impl Graph {
     fn forget(&mut self, nodes: &[NodeIndex]) -> &mut Scope {
         let scope = Arc::make_mut(&mut self.inner);
         scope.digest.take();
-        scope.ids.take();
+        if let (Some(idx), Some(ids)) = (scope.renamed.take(), scope.ids.get_mut()) {
+            if let Some(n) = scope.g.node_weight(idx) {
+                ids.insert(n.id, idx);
+            }
+        }
         for idx in nodes {
             if let Some(slot) = scope.node_digests.get_mut(idx.index()) {
                 slot.take();
@@ -114,6 +125,7 @@ impl Graph {
         let scope = Arc::make_mut(&mut self.inner);
         scope.digest.take();
         scope.ids.take();
+        scope.renamed = None;
         for slot in &mut scope.node_digests {
             slot.take();
         }
@@ -139,6 +151,11 @@ impl Graph {
         }
     }
 
+    /// The digest kept for node `idx`, if one is (without computing it).
+    pub(crate) fn kept_node_digest(&self, idx: NodeIndex) -> Option<[u8; 32]> {
+        self.inner.node_digests.get(idx.index())?.get().copied()
+    }
+
     /// Both endpoints of edge `id`, when it exists.
     fn endpoints(&self, id: EdgeIndex) -> Vec<NodeIndex> {
         (self.inner.g.edge_endpoints(id)).map_or(Vec::new(), |(a, b)| vec![a, b])
@@ -152,18 +169,18 @@ impl Graph {
 
     /// The nodes themselves, in the same order as [`Graph::node_indices`].
     pub fn nodes(&self) -> impl Iterator<Item = &Node> + '_ {
-        self.inner.g.node_weights()
+        self.inner.g.node_weights().map(|n| &**n)
     }
 
     /// Mutable nodes, in index order, for edits applied to every node of the scope (renames,
     /// symbol substitution).
     pub fn nodes_mut(&mut self) -> impl Iterator<Item = &mut Node> + '_ {
-        self.forget_all().g.node_weights_mut()
+        self.forget_all().g.node_weights_mut().map(Arc::make_mut)
     }
 
     /// The node at `idx`, or `None` when it was removed (for cached indices that may be stale).
     pub fn get_node(&self, idx: NodeIndex) -> Option<&Node> {
-        self.inner.g.node_weight(idx)
+        self.inner.g.node_weight(idx).map(|n| &**n)
     }
 
     /// Number of nodes in this scope (nested scopes not counted).
@@ -184,26 +201,36 @@ impl Graph {
 
     /// Mutable memlets of every edge, in edge-index order, for edits applied to all of them.
     pub fn memlets_mut(&mut self) -> impl Iterator<Item = &mut Memlet> + '_ {
-        self.forget_all().g.edge_weights_mut()
+        self.forget_all().g.edge_weights_mut().map(Arc::make_mut)
     }
 
     /// The memlet on edge `id`, to edit one edge in place (keeps its index and endpoints).
     pub fn memlet_mut(&mut self, id: EdgeIndex) -> &mut Memlet {
         let ends = self.endpoints(id);
-        &mut self.forget(&ends).g[id]
+        Arc::make_mut(&mut self.forget(&ends).g[id])
     }
 
     /// Removes a node and its edges; other indices stay valid. `None` if already gone.
     pub fn remove_node(&mut self, idx: NodeIndex) -> Option<Node> {
         let mut touched: Vec<NodeIndex> = self.inner.g.neighbors_undirected(idx).collect();
         touched.push(idx);
-        self.forget(&touched).g.remove_node(idx)
+        let scope = self.forget(&touched);
+        let node = scope.g.remove_node(idx)?;
+        if let Some(ids) = scope.ids.get_mut() {
+            if ids.get(&node.id) == Some(&idx) {
+                ids.remove(&node.id);
+            }
+        }
+        Some(Arc::unwrap_or_clone(node))
     }
 
     /// Removes one edge; other indices stay valid. `None` if already gone.
     pub fn remove_edge(&mut self, id: EdgeIndex) -> Option<Memlet> {
         let ends = self.endpoints(id);
-        self.forget(&ends).g.remove_edge(id)
+        self.forget(&ends)
+            .g
+            .remove_edge(id)
+            .map(Arc::unwrap_or_clone)
     }
 
     /// Targets of `idx`'s outgoing edges (one per edge, unsorted): cheap traversal for
@@ -225,7 +252,11 @@ impl Graph {
 
     pub fn add_node(&mut self, node: Node) -> NodeIndex {
         let scope = self.forget(&[]);
-        let idx = scope.g.add_node(node);
+        let id = node.id;
+        let idx = scope.g.add_node(Arc::new(node));
+        if let Some(ids) = scope.ids.get_mut() {
+            ids.insert(id, idx);
+        }
         // A removed node's index is reused: its slot may hold the old node's digest.
         if scope.node_digests.len() <= idx.index() {
             scope
@@ -237,7 +268,9 @@ impl Graph {
     }
 
     pub fn add_edge(&mut self, from: NodeIndex, to: NodeIndex, memlet: Memlet) -> EdgeIndex {
-        self.forget(&[from, to]).g.add_edge(from, to, memlet)
+        self.forget(&[from, to])
+            .g
+            .add_edge(from, to, Arc::new(memlet))
     }
 
     pub fn node(&self, idx: NodeIndex) -> &Node {
@@ -245,7 +278,9 @@ impl Graph {
     }
 
     pub fn node_mut(&mut self, idx: NodeIndex) -> &mut Node {
-        &mut self.forget(&[idx]).g[idx]
+        let scope = self.forget(&[idx]);
+        scope.renamed = Some(idx);
+        Arc::make_mut(&mut scope.g[idx])
     }
 
     /// Index of the node with this id in *this* graph (not in nested scopes).
@@ -258,7 +293,11 @@ impl Graph {
             }
             ids
         });
-        ids.get(&id).copied()
+        let is = |i: NodeIndex| self.get_node(i).is_some_and(|n| n.id == id);
+        match self.inner.renamed.filter(|&i| is(i)) {
+            Some(i) => Some(i),
+            None => ids.get(&id).copied().filter(|&i| is(i)),
+        }
     }
 
     pub fn in_edges(&self, idx: NodeIndex) -> Vec<EdgeView<'_>> {
@@ -305,45 +344,34 @@ impl Graph {
     /// Nodes in a deterministic topological order (among ready nodes, the smallest id first),
     /// or the ids of the nodes on a cycle.
     pub fn topo_order(&self) -> Result<Vec<NodeIndex>, Vec<NodeId>> {
-        let mut indegree: BTreeMap<NodeIndex, usize> = self
-            .inner
-            .g
-            .node_indices()
-            .map(|i| {
-                (
-                    i,
-                    self.inner.g.edges_directed(i, Direction::Incoming).count(),
-                )
-            })
+        let g = &self.inner.g;
+        // Indegrees by node index (a vector, not a map: this runs for every walk of a scope).
+        let mut indegree = vec![0usize; g.node_bound()];
+        for e in g.edge_references() {
+            indegree[e.target().index()] += 1;
+        }
+        let mut ready: BTreeSet<(NodeId, NodeIndex)> = (g.node_indices())
+            .filter(|i| indegree[i.index()] == 0)
+            .map(|i| (g[i].id, i))
             .collect();
-        let mut ready: BTreeSet<(NodeId, NodeIndex)> = indegree
-            .iter()
-            .filter(|(_, d)| **d == 0)
-            .map(|(i, _)| (self.inner.g[*i].id, *i))
-            .collect();
-        let mut order = Vec::with_capacity(indegree.len());
+        let mut order = Vec::with_capacity(g.node_count());
         while let Some(first) = ready.pop_first() {
             order.push(first.1);
-            for e in self.inner.g.edges_directed(first.1, Direction::Outgoing) {
-                let d = indegree
-                    .get_mut(&e.target())
-                    .expect("edge target is a node");
+            for e in g.edges_directed(first.1, Direction::Outgoing) {
+                let d = &mut indegree[e.target().index()];
                 *d -= 1;
                 if *d == 0 {
-                    ready.insert((self.inner.g[e.target()].id, e.target()));
+                    ready.insert((g[e.target()].id, e.target()));
                 }
             }
         }
-        if order.len() == indegree.len() {
+        if order.len() == g.node_count() {
             Ok(order)
         } else {
             let done: BTreeSet<_> = order.into_iter().collect();
-            let mut stuck: Vec<NodeId> = self
-                .inner
-                .g
-                .node_indices()
+            let mut stuck: Vec<NodeId> = (g.node_indices())
                 .filter(|i| !done.contains(i))
-                .map(|i| self.inner.g[i].id)
+                .map(|i| g[i].id)
                 .collect();
             stuck.sort();
             Err(stuck)
@@ -409,6 +437,18 @@ impl Graph {
         }
     }
 
+    /// Visits every node in this graph and all nested scopes in storage order: for questions
+    /// whose answer does not depend on the order (counts, sets, maxima), without the
+    /// topological sort per scope that [`Graph::walk`] pays.
+    pub fn each<'a>(&'a self, f: &mut dyn FnMut(&'a Node)) {
+        for node in self.nodes() {
+            f(node);
+            if let NodeKind::Map(m) = &node.kind {
+                m.body.each(f);
+            }
+        }
+    }
+
     /// The graph (this one or a nested scope) that directly contains `id`, with its index.
     pub fn locate(&self, id: NodeId) -> Option<(&Graph, NodeIndex)> {
         if let Some(i) = self.index_of(id) {
@@ -433,7 +473,7 @@ impl Graph {
                 NodeKind::Map(m) => m.body.locate(id).is_some(),
                 _ => false,
             })?;
-        match &mut self.forget(&[holder]).g[holder].kind {
+        match &mut Arc::make_mut(&mut self.forget(&[holder]).g[holder]).kind {
             NodeKind::Map(m) => m.body.locate_mut(id),
             _ => None,
         }
@@ -442,7 +482,7 @@ impl Graph {
     /// Largest id used in this graph or nested scopes.
     pub fn max_id(&self) -> Option<NodeId> {
         let mut best = None;
-        self.walk(&mut |n| best = best.max(Some(n.id)));
+        self.each(&mut |n| best = best.max(Some(n.id)));
         best
     }
 
@@ -478,7 +518,7 @@ impl Graph {
     /// Data containers accessed anywhere in this scope (including nested scopes).
     pub fn data_used(&self) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
-        self.walk(&mut |n| {
+        self.each(&mut |n| {
             if let NodeKind::Access(d) = &n.kind {
                 out.insert(d.clone());
             }
@@ -500,8 +540,8 @@ pub struct Program {
     /// Constant values, shared between copies of the program (see [`Constant`]).
     pub constants: BTreeMap<String, Constant>,
     /// Caller-visible inputs and outputs, in signature order.
-    pub inputs: Vec<String>,
-    pub outputs: Vec<String>,
+    pub inputs: Names,
+    pub outputs: Names,
     pub graph: Graph,
     next_id: u32,
 }
@@ -513,8 +553,8 @@ impl Program {
             symbols: BTreeMap::new(),
             data: Decls::default(),
             constants: BTreeMap::new(),
-            inputs: Vec::new(),
-            outputs: Vec::new(),
+            inputs: Names::default(),
+            outputs: Names::default(),
             graph: Graph::default(),
             next_id: 0,
         }
@@ -544,9 +584,7 @@ impl Program {
     }
 
     /// Declarations, top-level graph and id counter borrowed together for scope edits.
-    pub(crate) fn parts_mut_with_graph(
-        &mut self,
-    ) -> (&mut BTreeMap<String, DataDesc>, (&mut Graph, &mut u32)) {
+    pub(crate) fn parts_mut_with_graph(&mut self) -> (&mut Decls, (&mut Graph, &mut u32)) {
         (&mut self.data, (&mut self.graph, &mut self.next_id))
     }
 

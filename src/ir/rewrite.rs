@@ -2,13 +2,12 @@
 //! re-deriving a map's boundary memlets after its body changed.
 
 use super::build::{outer_memlets, passes_scoped};
-use super::data::DataDesc;
+use super::decls::Decls;
 use super::graph::{Graph, Program};
 use super::node::{Memlet, Node, NodeId, NodeKind};
 use super::sym::SymExpr;
 use super::texpr::TExpr;
 use petgraph::stable_graph::NodeIndex;
-use std::collections::BTreeMap;
 
 /// Replaces symbols (simultaneously) everywhere in `g` and its nested scopes: memlet subsets,
 /// nested map ranges and index values inside tasklets.
@@ -43,7 +42,8 @@ pub fn substitute_symbols(g: &mut Graph, f: &dyn Fn(&str) -> Option<SymExpr>) {
 pub struct ScopeEdit<'a> {
     pub graph: &'a mut Graph,
     pub idx: NodeIndex,
-    pub data: &'a mut BTreeMap<String, DataDesc>,
+    /// The declarations, copied (when shared with a snapshot) only if the edit writes one.
+    pub data: &'a mut Decls,
     next_id: &'a mut u32,
 }
 

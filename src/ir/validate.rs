@@ -56,6 +56,7 @@ pub fn validate(p: &Program) -> Result<(), InvalidIr> {
         node: &|_| Fresh::Whole,
         taken_elsewhere: &|_| false,
         names: None,
+        signature: true,
     };
     validate_since(p, &everything)
 }
@@ -84,6 +85,8 @@ pub struct Since<'a> {
     /// parameter anywhere may shadow a new one); the other declarations are as they were.
     /// `None`: every declaration is checked.
     pub names: Option<&'a BTreeSet<String>>,
+    /// Whether the inputs or outputs may have changed (each must name a declaration).
+    pub signature: bool,
 }
 
 /// Checks the invariants a step could have broken in `p`, trusting the parts `since` says it
@@ -123,7 +126,11 @@ impl<'a> Validator<'a> {
     }
 
     fn program(&mut self) {
-        for name in self.p.inputs.iter().chain(&self.p.outputs) {
+        let signature = match self.since.signature || self.since.names.is_none() {
+            true => self.p.inputs.iter().chain(self.p.outputs.iter()),
+            false => [].iter().chain([].iter()),
+        };
+        for name in signature {
             if !self.p.data.contains_key(name) {
                 self.fail(
                     Location::Program,
@@ -131,8 +138,13 @@ impl<'a> Validator<'a> {
                 );
             }
         }
-        let declared = (self.p.data.iter())
-            .filter(|(name, _)| self.since.names.is_none_or(|n| n.contains(*name)));
+        // Since a check: the declarations it names, looked up (not every declaration scanned).
+        let declared: Vec<(&String, &super::DataDesc)> = match self.since.names {
+            None => self.p.data.iter().collect(),
+            Some(names) => (names.iter())
+                .filter_map(|name| self.p.data.get_key_value(name))
+                .collect(),
+        };
         for (name, desc) in declared {
             if desc.kind == super::DataKind::Constant && !self.p.constants.contains_key(name) {
                 self.fail(Location::Program, format!("constant `{name}` has no value"));
@@ -148,7 +160,13 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        for (name, t) in &self.p.constants {
+        let valued: Vec<(&String, &super::Constant)> = match self.since.names {
+            None => self.p.constants.iter().collect(),
+            Some(names) => (names.iter())
+                .filter_map(|name| self.p.constants.get_key_value(name))
+                .collect(),
+        };
+        for (name, t) in valued {
             match self.p.data.get(name).map(|d| d.static_shape()) {
                 None => self.fail(
                     Location::Program,

@@ -47,6 +47,6 @@ pub fn svg(p: &Program, metric: Metric) -> Result<String, ViewError> {
 /// The picture's title: the program's name and its size.
 fn title(p: &Program) -> String {
     let mut nodes = 0;
-    p.graph.walk(&mut |_| nodes += 1);
+    p.graph.each(&mut |_| nodes += 1);
     format!("{} — {} nodes, {} containers", p.name, nodes, p.data.len())
 }

@@ -226,8 +226,8 @@ impl Reader {
                 .map(|n| text(&n))
                 .collect::<Result<Vec<_>, _>>()
         };
-        p.inputs = names(child(&mut it, &item)?)?;
-        p.outputs = names(child(&mut it, &item)?)?;
+        p.inputs = names(child(&mut it, &item)?)?.into();
+        p.outputs = names(child(&mut it, &item)?)?.into();
         Ok(())
     }
 

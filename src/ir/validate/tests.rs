@@ -135,6 +135,7 @@ fn a_check_of_what_changed_finds_a_cycle_through_a_changed_node() {
                 },
                 taken_elsewhere: &|_| false,
                 names: Some(&names),
+                signature: false,
             },
         );
         verdict.map_err(|e| e.to_string())

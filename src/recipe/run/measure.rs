@@ -80,7 +80,7 @@ pub fn time_ms(p: &Program, reps: usize) -> Result<f64, String> {
 fn lowered(p: &Program) -> Result<Cow<'_, Program>, String> {
     let mut has_library = false;
     p.graph
-        .walk(&mut |n| has_library |= matches!(n.kind, NodeKind::Library(_)));
+        .each(&mut |n| has_library |= matches!(n.kind, NodeKind::Library(_)));
     if !has_library {
         return Ok(Cow::Borrowed(p));
     }

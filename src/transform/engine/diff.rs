@@ -189,8 +189,16 @@ impl Pairing<'_> {
 fn unchanged_nodes(b: &Graph, a: &Graph) -> Unchanged {
     let mut same = Unchanged::new();
     for i in a.node_indices() {
-        let paired = b.get_node(i).is_some_and(|n| n.id == a.node(i).id);
-        if paired && node_digest(b, i) == node_digest(a, i) {
+        // Digests kept on both sides answer without reading the nodes (a digest covers the
+        // id): the common case, since a copy keeps the digests of the nodes it did not touch.
+        let unchanged = match (b.kept_node_digest(i), a.kept_node_digest(i)) {
+            (Some(kb), Some(ka)) => kb == ka,
+            _ => {
+                b.get_node(i).is_some_and(|n| n.id == a.node(i).id)
+                    && node_digest(b, i) == node_digest(a, i)
+            }
+        };
+        if unchanged {
             if same.len() <= i.index() {
                 same.resize(i.index() + 1, false);
             }

@@ -327,7 +327,7 @@ fn run_side(
     let w = work(p);
     let mut library = false;
     p.graph
-        .walk(&mut |n| library |= matches!(n.kind, NodeKind::Library(_)));
+        .each(&mut |n| library |= matches!(n.kind, NodeKind::Library(_)));
     let (out, method) = if w.is_some_and(|w| w <= budget) {
         let out = crate::interp::run(p, &inputs).map_err(SideError::Interp)?;
         (out, Method::Interpreter)

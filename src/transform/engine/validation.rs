@@ -3,7 +3,7 @@
 
 use super::{Engine, Rewrite};
 use crate::ir::validate::{validate, validate_since, Fresh, InvalidIr, Since};
-use crate::ir::{NodeId, Program};
+use crate::ir::{Constant, NodeId, Program};
 use std::collections::BTreeSet;
 
 impl Engine {
@@ -21,12 +21,14 @@ impl Engine {
         if !known || changes.declarations {
             return validate(p);
         }
-        let had_value = |name: &String, q: &Program| q.constants.contains_key(name);
+        // The declarations and constant values the step added, changed or removed.
+        let same_value =
+            |(name, c): &(&String, &Constant), q: &Program| q.constants.get(*name) == Some(*c);
         let same_data = p.data.shared_with(&original.data);
         let names: BTreeSet<String> = (p.data.keys())
             .filter(|k| !same_data && !original.data.contains_key(*k))
-            .chain(p.constants.keys().filter(|k| !had_value(k, original)))
-            .chain(original.constants.keys().filter(|k| !had_value(k, p)))
+            .chain((p.constants.iter().filter(|c| !same_value(c, original))).map(|(k, _)| k))
+            .chain((original.constants.iter().filter(|c| !same_value(c, p))).map(|(k, _)| k))
             .cloned()
             .collect();
         let is = |ids: &[NodeId], id: NodeId| ids.binary_search(&id).is_ok();
@@ -40,6 +42,8 @@ impl Engine {
                 is(&changes.added, id) && id.0 < original.next_id() && original.node(id).is_some()
             },
             names: Some(&names),
+            signature: !p.inputs.shared_with(&original.inputs)
+                || !p.outputs.shared_with(&original.outputs),
         };
         let valid = validate_since(p, &since);
         if cfg!(debug_assertions) {

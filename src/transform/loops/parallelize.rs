@@ -86,10 +86,10 @@ impl Transformation for Parallelize {
 
 /// The innermost parallel map strictly enclosing `id`, if any.
 fn enclosing_parallel(g: &Graph, id: NodeId, outer: Option<NodeId>) -> Option<NodeId> {
+    if g.index_of(id).is_some() {
+        return outer;
+    }
     for n in g.nodes() {
-        if n.id == id {
-            return outer;
-        }
         if let NodeKind::Map(m) = &n.kind {
             let here = if m.schedule == Schedule::Parallel {
                 Some(n.id)
@@ -106,7 +106,7 @@ fn enclosing_parallel(g: &Graph, id: NodeId, outer: Option<NodeId>) -> Option<No
 
 fn contains_parallel(g: &Graph) -> bool {
     let mut found = false;
-    g.walk(&mut |n| {
+    g.each(&mut |n| {
         if let NodeKind::Map(m) = &n.kind {
             found |= m.schedule == Schedule::Parallel;
         }

@@ -5,7 +5,7 @@ use crate::ir::{NodeKind, Program};
 /// Every map parameter name used anywhere, plus symbols and containers.
 pub(crate) fn taken_names(p: &Program) -> Vec<String> {
     let mut names: Vec<String> = p.symbols.keys().chain(p.data.keys()).cloned().collect();
-    p.graph.walk(&mut |n| {
+    p.graph.each(&mut |n| {
         if let NodeKind::Map(m) = &n.kind {
             names.extend(m.params.iter().map(|q| q.name.clone()));
         }

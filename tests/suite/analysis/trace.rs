@@ -18,8 +18,8 @@ pub fn scale_then_sum() -> Program {
         p.data
             .insert(n.into(), DataDesc::new(DType::F32, vec![len.into()], kind));
     }
-    p.inputs = vec!["x".into()];
-    p.outputs = vec!["s".into()];
+    p.inputs = vec!["x".into()].into();
+    p.outputs = vec!["s".into()].into();
     let i = || Subset::element([SymExpr::sym("i")]);
     p.build(|b| {
         b.map(
@@ -93,8 +93,8 @@ fn lookup(rows: (i64, i64, i64)) -> Program {
         let shape = shape.into_iter().map(SymExpr::Int).collect();
         p.data.insert(n.into(), DataDesc::new(dtype, shape, kind));
     }
-    p.inputs = vec!["I".into(), "T".into()];
-    p.outputs = vec!["Y".into()];
+    p.inputs = vec!["I".into(), "T".into()].into();
+    p.outputs = vec!["Y".into()].into();
     let s = SymExpr::sym;
     let window = Subset(vec![
         Dim::Range(Range {

@@ -38,8 +38,8 @@ fn sample() -> Program {
     let mut acc = decl(vec![], DataKind::Transient);
     acc.storage = Storage::Register;
     p.data.insert("acc".into(), acc);
-    p.inputs = vec!["A".into()];
-    p.outputs = vec!["C".into(), "D".into()];
+    p.inputs = vec!["A".into()].into();
+    p.outputs = vec!["C".into(), "D".into()].into();
     p.constants.insert(
         "B".into(),
         Tensor::f32(vec![8, 8], (0..64).map(|i| i as f32 * 0.5).collect()).into(),
@@ -213,8 +213,8 @@ fn prints_the_documented_format() {
         "Y".into(),
         DataDesc::new(DType::F32, vec![s("N")], DataKind::Output),
     );
-    p.inputs = vec!["X".into()];
-    p.outputs = vec!["Y".into()];
+    p.inputs = vec!["X".into()].into();
+    p.outputs = vec!["Y".into()].into();
     p.constants
         .insert("w".into(), Tensor::f32(vec![2], vec![0.5, -1.25]).into());
     p.build(|b| {
@@ -359,8 +359,8 @@ fn hostile_names_round_trip() {
             DataDesc::new(DType::F32, vec![2.into()], DataKind::Transient),
         );
     }
-    p.inputs = vec![evil.into()];
-    p.outputs = vec!["a/b:0".into()];
+    p.inputs = vec![evil.into()].into();
+    p.outputs = vec!["a/b:0".into()].into();
     let attrs = BTreeMap::from([("odd key".to_string(), Attr::Str("\"}] wcr sum".into()))]);
     p.build(|b| {
         b.library(

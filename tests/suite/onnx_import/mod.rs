@@ -50,8 +50,8 @@ fn identity_chain_keeps_names_kinds_and_symbols() {
     let model = load_model(&chain().encode()).expect("loads");
     let p = import(&model, &ImportOptions::default()).expect("imports");
     assert_eq!(p.name, "chain");
-    assert_eq!(p.inputs, ["x"]);
-    assert_eq!(p.outputs, ["y"]);
+    assert_eq!(*p.inputs, ["x"]);
+    assert_eq!(*p.outputs, ["y"]);
     assert_eq!(p.data["x"].kind, DataKind::Input);
     // The inner Identity is a renaming: `mid` is `x`; the one producing the output stays.
     assert!(!p.data.contains_key("mid"));
@@ -240,8 +240,8 @@ fn attributes_keep_names_and_types() {
 fn typed_field_fixture_from_the_onnx_package() {
     let p = import_file(&fixture("typed_fields.onnx"), &ImportOptions::default()).expect("imports");
     // `B` is both a graph input and an initializer: a constant, not an input.
-    assert_eq!(p.inputs, ["x"]);
-    assert_eq!(p.outputs, ["y", "z", "w"]);
+    assert_eq!(*p.inputs, ["x"]);
+    assert_eq!(*p.outputs, ["y", "z", "w"]);
     assert_eq!(p.data["B"].kind, DataKind::Constant);
     assert_eq!(
         p.constants["B"],

@@ -127,8 +127,8 @@ fn expansion_with_only_the_normalised_output() {
         p.data
             .insert(name.into(), DataDesc::new(DType::F32, shape, kind));
     }
-    p.inputs = vec!["x".into(), "scale".into(), "bias".into()];
-    p.outputs = vec!["y".into()];
+    p.inputs = vec!["x".into(), "scale".into(), "bias".into()].into();
+    p.outputs = vec!["y".into()].into();
     p.build(|b| {
         b.library(
             "ln",

@@ -485,8 +485,8 @@ graph {
             (&[NodeId(1)][..], &[NodeId(1)][..])
         );
         for side in [&r.original, &r.rewritten] {
-            assert_eq!(side.inputs, ["X"]);
-            assert_eq!(side.outputs, ["T"]);
+            assert_eq!(*side.inputs, ["X"]);
+            assert_eq!(*side.outputs, ["T"]);
             assert!(side.node(NodeId(6)).is_none() && side.node(NodeId(11)).is_none());
             assert!(!side.data.contains_key("U") && !side.data.contains_key("Y"));
         }
@@ -544,8 +544,8 @@ graph {
         let after = edited(MATMUL, &[("c = a * b", "c = b * a")]);
         let r = region(&before, &after);
         assert_eq!(r.before, [NodeId(6)]);
-        assert_eq!(r.original.inputs, ["A", "B", "C.in"]);
-        assert_eq!(r.original.outputs, ["C"]);
+        assert_eq!(*r.original.inputs, ["A", "B", "C.in"]);
+        assert_eq!(*r.original.outputs, ["C"]);
         assert_eq!(
             check(&before, &after, 2_000_000).expect("equivalent"),
             "region of 1 node, reference interpreter"

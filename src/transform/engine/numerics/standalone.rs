@@ -123,7 +123,7 @@ fn declare(s: &mut Program, side: &Side, plan: &Plan) -> Result<(), String> {
         s.data.insert(d, desc);
     }
     inputs.sort();
-    s.inputs = inputs;
+    s.inputs = inputs.into();
     s.outputs = plan.outputs.iter().cloned().collect();
     Ok(())
 }
