@@ -45,6 +45,45 @@ struct Scope {
     /// kept the same way: changing a node, or adding, removing or editing one of its edges,
     /// forgets that node's, so re-hashing a wide scope after a step costs the nodes it touched.
     node_digests: Vec<OnceLock<[u8; 32]>>,
+    /// Which map of this scope holds each id of a nested scope, so finding a nested node
+    /// costs a lookup per level instead of a scan of every body (see [`Holders`]).
+    holders: HoldersCell,
+}
+
+/// The map of a scope whose body (at any depth) holds each nested id. Read on the first
+/// nested lookup; afterwards a change to a map's body records the map in `touched`, and a
+/// lookup that misses re-reads only those bodies. An entry can be stale (its node moved or
+/// went away); a lookup goes on into the body, which says whether the id is really there.
+#[derive(Clone, Default)]
+struct Holders {
+    read: bool,
+    of: HashMap<NodeId, NodeIndex>,
+    touched: BTreeSet<NodeIndex>,
+}
+
+/// [`Holders`] behind a lock: lookups take `&self`, and a scope is shared between threads.
+#[derive(Default)]
+struct HoldersCell(std::sync::Mutex<Holders>);
+
+impl HoldersCell {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Holders> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Access through `&mut` (no locking): for the methods that change the scope.
+    fn get_mut(&mut self) -> &mut Holders {
+        self.0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Clone for HoldersCell {
+    fn clone(&self) -> Self {
+        HoldersCell(std::sync::Mutex::new(self.lock().clone()))
+    }
 }
 
 impl std::fmt::Debug for Graph {
@@ -112,9 +151,13 @@ impl Graph {
                 ids.insert(n.id, idx);
             }
         }
+        let holders = scope.holders.get_mut();
         for idx in nodes {
             if let Some(slot) = scope.node_digests.get_mut(idx.index()) {
                 slot.take();
+            }
+            if holders.read {
+                holders.touched.insert(*idx);
             }
         }
         scope
@@ -126,6 +169,7 @@ impl Graph {
         scope.digest.take();
         scope.ids.take();
         scope.renamed = None;
+        *scope.holders.get_mut() = Holders::default();
         for slot in &mut scope.node_digests {
             slot.take();
         }
@@ -254,6 +298,10 @@ impl Graph {
         let scope = self.forget(&[]);
         let id = node.id;
         let idx = scope.g.add_node(Arc::new(node));
+        let holders = scope.holders.get_mut();
+        if holders.read {
+            holders.touched.insert(idx);
+        }
         if let Some(ids) = scope.ids.get_mut() {
             ids.insert(id, idx);
         }
@@ -454,10 +502,44 @@ impl Graph {
         if let Some(i) = self.index_of(id) {
             return Some((self, i));
         }
-        self.inner.g.node_weights().find_map(|n| match &n.kind {
+        let holder = self.holder_of(id)?;
+        self.in_body(holder, id)
+    }
+
+    /// `id` looked up in the body of map `holder` of this scope.
+    fn in_body(&self, holder: NodeIndex, id: NodeId) -> Option<(&Graph, NodeIndex)> {
+        match &self.get_node(holder)?.kind {
             NodeKind::Map(m) => m.body.locate(id),
             _ => None,
-        })
+        }
+    }
+
+    /// The map of this scope whose body holds `id` at some depth (see [`Holders`]).
+    fn holder_of(&self, id: NodeId) -> Option<NodeIndex> {
+        let read = |h: &mut Holders, maps: &mut dyn Iterator<Item = NodeIndex>| {
+            for i in maps {
+                if let Some(NodeKind::Map(m)) = self.get_node(i).map(|n| &n.kind) {
+                    m.body.each(&mut |n| {
+                        h.of.insert(n.id, i);
+                    });
+                }
+            }
+        };
+        let mut h = self.inner.holders.lock();
+        if !h.read {
+            read(&mut h, &mut self.node_indices());
+            h.read = true;
+        }
+        let cached = h.of.get(&id).copied();
+        if cached.is_some_and(|i| self.in_body(i, id).is_some()) {
+            return cached;
+        }
+        if h.touched.is_empty() {
+            return None;
+        }
+        let touched = std::mem::take(&mut h.touched);
+        read(&mut h, &mut touched.into_iter());
+        h.of.get(&id).copied()
     }
 
     /// Mutable access to the graph that directly contains `id`.
@@ -465,14 +547,8 @@ impl Graph {
         if let Some(i) = self.index_of(id) {
             return Some((self, i));
         }
-        let holder = self
-            .inner
-            .g
-            .node_indices()
-            .find(|&i| match &self.inner.g[i].kind {
-                NodeKind::Map(m) => m.body.locate(id).is_some(),
-                _ => false,
-            })?;
+        let holder = self.holder_of(id)?;
+        self.in_body(holder, id)?;
         match &mut Arc::make_mut(&mut self.forget(&[holder]).g[holder]).kind {
             NodeKind::Map(m) => m.body.locate_mut(id),
             _ => None,

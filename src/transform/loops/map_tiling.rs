@@ -18,6 +18,7 @@ use crate::transform::{
     expect_map, refuse, Call, Default, Level, ListLen, NodeClass, NotApplicable, ParamDecl,
     ParamKind, Plan, Role, Schema, Transformation,
 };
+use std::collections::HashSet;
 
 pub struct MapTiling;
 
@@ -102,7 +103,7 @@ impl MapTiling {
 fn split(
     original: Vec<MapParam>,
     tiles: &[i64],
-    taken: &[String],
+    taken: &HashSet<String>,
 ) -> (Vec<MapParam>, Vec<MapParam>) {
     let mut outer = Vec::new();
     let mut inner = Vec::new();

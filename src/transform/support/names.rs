@@ -1,10 +1,12 @@
 //! Fresh names for the parameters and containers a rewrite introduces.
 
 use crate::ir::{NodeKind, Program};
+use std::collections::HashSet;
 
-/// Every map parameter name used anywhere, plus symbols and containers.
-pub(crate) fn taken_names(p: &Program) -> Vec<String> {
-    let mut names: Vec<String> = p.symbols.keys().chain(p.data.keys()).cloned().collect();
+/// Every map parameter name used anywhere, plus symbols and containers (a set: a long program
+/// has many `i_tile_k`, and [`fresh`] probes it once per `k`).
+pub(crate) fn taken_names(p: &Program) -> HashSet<String> {
+    let mut names: HashSet<String> = p.symbols.keys().chain(p.data.keys()).cloned().collect();
     p.graph.each(&mut |n| {
         if let NodeKind::Map(m) = &n.kind {
             names.extend(m.params.iter().map(|q| q.name.clone()));
@@ -15,8 +17,8 @@ pub(crate) fn taken_names(p: &Program) -> Vec<String> {
 
 /// `base`, or `base_2`, `base_3`, … — the first not in `taken`. At most `taken.len() + 1`
 /// candidates are tried (each taken name rules out one), so the search always ends.
-pub(crate) fn fresh(base: &str, taken: &[String]) -> String {
-    let free = |n: &str| taken.iter().all(|t| t != n);
+pub(crate) fn fresh(base: &str, taken: &HashSet<String>) -> String {
+    let free = |n: &str| !taken.contains(n);
     if free(base) {
         return base.to_string();
     }
