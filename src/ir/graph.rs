@@ -57,7 +57,8 @@ struct Scope {
 #[derive(Clone, Default)]
 struct Holders {
     read: bool,
-    of: HashMap<NodeId, NodeIndex>,
+    /// Shared with copies of the scope until a lookup re-reads a body.
+    of: Arc<HashMap<NodeId, NodeIndex>>,
     touched: BTreeSet<NodeIndex>,
 }
 
@@ -429,18 +430,23 @@ impl Graph {
     /// The nodes of a cycle through one of `starts`, if there is one (sorted by id): the cycle
     /// check of a scope whose other nodes kept their edges, costing what `starts` reach.
     pub fn cycle_through(&self, starts: &BTreeSet<NodeIndex>) -> Option<Vec<NodeId>> {
+        // A cycle through a start lies in what the starts reach and in what reaches them, so
+        // the search follows the edges in the direction that reaches less (found by
+        // exploring both a node at a time): a change in the middle of a long chain costs
+        // the shorter side, not everything downstream.
+        let dir = self.narrower_direction(starts);
         // Depth-first search; a node on the current path (`Some(false)`) seen again closes
         // a cycle, a finished one (`Some(true)`) is not entered again.
-        let mut done: BTreeMap<NodeIndex, bool> = BTreeMap::new();
+        let next = |n: NodeIndex| -> Vec<NodeIndex> { self.inner.g.neighbors_directed(n, dir).collect() };
+        let mut done: HashMap<NodeIndex, bool> = HashMap::new();
         for &start in starts {
             if done.contains_key(&start) {
                 continue;
             }
-            let mut path: Vec<(NodeIndex, Vec<NodeIndex>)> =
-                vec![(start, self.successors(start).collect())];
+            let mut path: Vec<(NodeIndex, Vec<NodeIndex>)> = vec![(start, next(start))];
             done.insert(start, false);
-            while let Some((node, next)) = path.last_mut() {
-                let Some(succ) = next.pop() else {
+            while let Some((node, todo)) = path.last_mut() {
+                let Some(succ) = todo.pop() else {
                     done.insert(*node, true);
                     path.pop();
                     continue;
@@ -456,12 +462,35 @@ impl Graph {
                     }
                     None => {
                         done.insert(succ, false);
-                        path.push((succ, self.successors(succ).collect()));
+                        path.push((succ, next(succ)));
                     }
                 }
             }
         }
         None
+    }
+
+    /// The direction (outgoing or incoming edges) in which fewer nodes are reachable from
+    /// `starts`, found by exploring both one node at a time until one side runs out.
+    fn narrower_direction(&self, starts: &BTreeSet<NodeIndex>) -> Direction {
+        let sides = [Direction::Outgoing, Direction::Incoming];
+        let mut seen: [BTreeSet<NodeIndex>; 2] = [starts.clone(), starts.clone()];
+        let mut todo: [Vec<NodeIndex>; 2] = [
+            starts.iter().copied().collect(),
+            starts.iter().copied().collect(),
+        ];
+        loop {
+            for (side, dir) in sides.into_iter().enumerate() {
+                let Some(n) = todo[side].pop() else {
+                    return dir;
+                };
+                for m in self.inner.g.neighbors_directed(n, dir) {
+                    if seen[side].insert(m) {
+                        todo[side].push(m);
+                    }
+                }
+            }
+        }
     }
 
     /// Topological order, with a cycle reported as the first node on it (callers that ran
@@ -519,8 +548,9 @@ impl Graph {
         let read = |h: &mut Holders, maps: &mut dyn Iterator<Item = NodeIndex>| {
             for i in maps {
                 if let Some(NodeKind::Map(m)) = self.get_node(i).map(|n| &n.kind) {
+                    let of = Arc::make_mut(&mut h.of);
                     m.body.each(&mut |n| {
-                        h.of.insert(n.id, i);
+                        of.insert(n.id, i);
                     });
                 }
             }
