@@ -437,7 +437,8 @@ impl Graph {
         let dir = self.narrower_direction(starts);
         // Depth-first search; a node on the current path (`Some(false)`) seen again closes
         // a cycle, a finished one (`Some(true)`) is not entered again.
-        let next = |n: NodeIndex| -> Vec<NodeIndex> { self.inner.g.neighbors_directed(n, dir).collect() };
+        let next =
+            |n: NodeIndex| -> Vec<NodeIndex> { self.inner.g.neighbors_directed(n, dir).collect() };
         let mut done: HashMap<NodeIndex, bool> = HashMap::new();
         for &start in starts {
             if done.contains_key(&start) {

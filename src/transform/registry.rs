@@ -24,8 +24,9 @@ use super::loops::{
 };
 use super::operator::{
     batchnorm_into_conv::BatchNormIntoConv, constant_folding::ConstantFolding,
-    matmul_add_to_gemm::MatMulAddToGemm, pad_into_conv::PadIntoConv,
-    reshape_elimination::ReshapeElimination, transpose_folding::TransposeFolding,
+    constant_map_folding::ConstantMapFolding, matmul_add_to_gemm::MatMulAddToGemm,
+    pad_into_conv::PadIntoConv, reshape_elimination::ReshapeElimination,
+    transpose_folding::TransposeFolding,
 };
 use std::sync::RwLock;
 
@@ -106,6 +107,7 @@ pub fn builtins() -> Vec<&'static dyn Transformation> {
         &BufferReuse,
         &ChannelsLast,
         &ConstantFolding,
+        &ConstantMapFolding,
         &Expand,
         &LayoutTransform,
         &LocalStorage,

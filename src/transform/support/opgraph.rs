@@ -492,15 +492,30 @@ pub(crate) fn prune(p: &mut Program, names: &[String]) {
 fn remove_isolated(g: &mut Graph, names: &[String]) {
     let all: Vec<NodeIndex> = g.node_indices().collect();
     for idx in all {
-        let isolated = g.in_edges(idx).is_empty() && g.out_edges(idx).is_empty();
-        let unused_access =
-            matches!(&g.node(idx).kind, NodeKind::Access(d) if isolated && names.contains(d));
-        if unused_access {
+        if unused_access(g, idx, names) {
             g.remove_node(idx);
-        } else if let NodeKind::Map(m) = &mut g.node_mut(idx).kind {
-            remove_isolated(&mut m.body, names);
+        } else if matches!(&g.node(idx).kind, NodeKind::Map(m) if has_isolated(&m.body, names)) {
+            // Only a body with something to remove is written: writing one forgets its
+            // digests, and the next check would re-hash it.
+            if let NodeKind::Map(m) = &mut g.node_mut(idx).kind {
+                remove_isolated(&mut m.body, names);
+            }
         }
     }
+}
+
+/// Whether node `idx` is an access node of one of `names` without edges.
+fn unused_access(g: &Graph, idx: NodeIndex, names: &[String]) -> bool {
+    let isolated = g.in_edges(idx).is_empty() && g.out_edges(idx).is_empty();
+    matches!(&g.node(idx).kind, NodeKind::Access(d) if isolated && names.contains(d))
+}
+
+/// Whether `g` or a scope nested in it holds an access node [`remove_isolated`] removes.
+fn has_isolated(g: &Graph, names: &[String]) -> bool {
+    g.node_indices().any(|idx| {
+        unused_access(g, idx, names)
+            || matches!(&g.node(idx).kind, NodeKind::Map(m) if has_isolated(&m.body, names))
+    })
 }
 
 /// Every container a node reads or writes, for pruning after the node is removed or rewired.
