@@ -81,8 +81,9 @@ pub struct Since<'a> {
     pub node: &'a dyn Fn(&Node) -> Fresh,
     /// Whether a new node's id is taken by a node in a part that is not re-checked.
     pub taken_elsewhere: &'a dyn Fn(NodeId) -> bool,
-    /// The containers declared since, or whose constant value appeared or went away (no map
-    /// parameter anywhere may shadow a new one); the other declarations are as they were.
+    /// The containers declared, declared differently or no longer declared since, or whose
+    /// constant value appeared, changed or went away (no map parameter anywhere may shadow a
+    /// new one); the other declarations are as they were.
     /// `None`: every declaration is checked.
     pub names: Option<&'a BTreeSet<String>>,
     /// Whether the inputs or outputs may have changed (each must name a declaration).
@@ -188,7 +189,10 @@ impl<'a> Validator<'a> {
     fn shadowing(&mut self, g: &Graph) {
         for node in g.nodes() {
             if let NodeKind::Map(m) = &node.kind {
-                let new = |q: &&MapParam| self.since.names.is_some_and(|n| n.contains(&q.name));
+                let new = |q: &&MapParam| {
+                    self.since.names.is_some_and(|n| n.contains(&q.name))
+                        && self.p.data.contains_key(&q.name)
+                };
                 for prm in m.params.iter().filter(new) {
                     self.fail(
                         Location::Node(node.id),

@@ -58,16 +58,19 @@ pub(super) struct Changes {
     pub top_level: BTreeSet<NodeId>,
     /// The maps, of either program, whose body differs from its counterpart's (or has none).
     pub bodies: BTreeSet<NodeId>,
-    /// Whether a container's declaration changed or went away, or a symbol changed (every
-    /// access to it changed with it).
-    pub declarations: bool,
+    /// Whether a symbol changed: any shape or range may mention it, so everything changed.
+    pub symbols: bool,
+    /// The containers whose declaration appeared, changed or went away. Their access nodes,
+    /// in every scope, count as modified (a node's fingerprint includes its container's
+    /// declaration), so the checks of what changed look at every access to them.
+    pub declared: BTreeSet<String>,
 }
 
 impl Changes {
     /// Whether map `id` of the rewritten program is new, or changed itself or anywhere in its
-    /// body (always, when a declaration changed).
+    /// body (always, when a symbol changed).
     pub fn changed_map(&self, id: NodeId) -> bool {
-        self.declarations
+        self.symbols
             || self.bodies.contains(&id)
             || self.added.binary_search(&id).is_ok()
             || self.modified.binary_search(&id).is_ok()
@@ -79,16 +82,19 @@ type Prints = BTreeMap<NodeId, (u64, NodeId)>;
 
 /// Compares `before` and `after` scope by scope: a map body whose digest (kept by the graph,
 /// see [`scope_digest`]) is the same on both sides is skipped whole, so the comparison costs
-/// the scopes the step changed. When a declaration changed, every scope is compared (the
-/// accesses to it changed).
+/// the scopes the step changed, plus a walk for the access nodes of the containers whose
+/// declaration changed. When a symbol changed, every scope is compared.
 pub(super) fn changes(before: &Program, after: &Program) -> Changes {
-    let declarations = before.symbols != after.symbols
-        || !before.data.shared_with(&after.data)
-            && (before.data.iter()).any(|(name, d)| after.data.get(name) != Some(d));
-    let found = compared(before, after, declarations, !declarations);
+    let symbols = before.symbols != after.symbols;
+    let declared = changed_declarations(before, after);
+    let mut found = compared(before, after, symbols, !symbols);
+    found.declared = declared;
+    if !symbols {
+        accesses_changed(after, &mut found);
+    }
     if cfg!(debug_assertions) {
         // Debug builds (every test) prove skipping unchanged scopes and nodes changes nothing.
-        let full = compared(before, after, declarations, false);
+        let full = compared(before, after, symbols, false);
         assert_eq!(
             (
                 &found.added,
@@ -103,8 +109,64 @@ pub(super) fn changes(before: &Program, after: &Program) -> Changes {
     found
 }
 
+/// The containers declared differently in `before` and `after` (or in only one of them).
+fn changed_declarations(before: &Program, after: &Program) -> BTreeSet<String> {
+    if before.data.shared_with(&after.data) {
+        return BTreeSet::new();
+    }
+    let gone_or_changed = (before.data.iter()).filter(|(name, d)| after.data.get(*name) != Some(d));
+    let appeared = (after.data.keys()).filter(|name| !before.data.contains_key(*name));
+    (gone_or_changed.map(|(name, _)| name).chain(appeared))
+        .cloned()
+        .collect()
+}
+
+/// Adds to `found` every access node of `after` to a container in `found.declared` that it
+/// does not already list: as modified, with its top-level ancestor, and the maps around it as
+/// changed bodies (whether a map's iterations race depends on its containers' declarations).
+fn accesses_changed(after: &Program, found: &mut Changes) {
+    if found.declared.is_empty() {
+        return;
+    }
+    let mut more = Vec::new();
+    walk_accesses(&after.graph, &mut Vec::new(), found, &mut more);
+    for (id, top) in more {
+        let listed = |v: &[NodeId]| v.binary_search(&id).is_ok();
+        if !listed(&found.added) && !listed(&found.modified) {
+            found.modified.push(id);
+            found.modified.sort_unstable();
+            found.top_level.insert(top);
+        }
+    }
+}
+
+/// The access nodes of `g` and its nested scopes to a container of `found.declared`, each with
+/// its top-level ancestor (itself at the top level); the maps around them (`path`, outermost
+/// first) go into `found.bodies`.
+fn walk_accesses(
+    g: &Graph,
+    path: &mut Vec<NodeId>,
+    found: &mut Changes,
+    out: &mut Vec<(NodeId, NodeId)>,
+) {
+    for n in g.nodes() {
+        match &n.kind {
+            NodeKind::Access(d) if found.declared.contains(d) => {
+                out.push((n.id, path.first().copied().unwrap_or(n.id)));
+                found.bodies.extend(path.iter().copied());
+            }
+            NodeKind::Map(m) => {
+                path.push(n.id);
+                walk_accesses(&m.body, path, found, out);
+                path.pop();
+            }
+            _ => {}
+        }
+    }
+}
+
 /// [`changes`], skipping the scopes and nodes whose digests are unchanged or not.
-fn compared(before: &Program, after: &Program, declarations: bool, skip: bool) -> Changes {
+fn compared(before: &Program, after: &Program, symbols: bool, skip: bool) -> Changes {
     let (mut b, mut a) = (Prints::new(), Prints::new());
     let mut bodies = BTreeSet::new();
     let mut pair = Pairing {
@@ -117,7 +179,7 @@ fn compared(before: &Program, after: &Program, declarations: bool, skip: bool) -
     };
     pair.scopes(Some(&before.graph), Some(&after.graph), None, None);
     let mut out = Changes {
-        declarations,
+        symbols,
         bodies,
         ..Changes::default()
     };

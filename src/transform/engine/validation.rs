@@ -18,15 +18,13 @@ impl Engine {
             self.valid = Some(after.original_hash.to_string());
         }
         let known = self.valid.as_deref() == Some(after.original_hash);
-        if !known || changes.declarations {
+        if !known || changes.symbols {
             return validate(p);
         }
         // The declarations and constant values the step added, changed or removed.
         let same_value =
             |(name, c): &(&String, &Constant), q: &Program| q.constants.get(*name) == Some(*c);
-        let same_data = p.data.shared_with(&original.data);
-        let names: BTreeSet<String> = (p.data.keys())
-            .filter(|k| !same_data && !original.data.contains_key(*k))
+        let names: BTreeSet<String> = (changes.declared.iter())
             .chain((p.constants.iter().filter(|c| !same_value(c, original))).map(|(k, _)| k))
             .chain((original.constants.iter().filter(|c| !same_value(c, p))).map(|(k, _)| k))
             .cloned()

@@ -71,7 +71,7 @@ fn try_isolate(
     if o.nodes.is_empty() && r.nodes.is_empty() {
         return Err("no computation node changed".into());
     }
-    if changes.declarations {
+    if changes.symbols || !changes.declared.is_empty() {
         same_outside(&o, &r)?;
     } else {
         // The engine's comparison found every node outside `changed` the same, with its body
