@@ -16,6 +16,7 @@ use crate::ir::{
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
 
+mod peel;
 mod region;
 mod simd;
 
@@ -190,9 +191,17 @@ impl<'a> Emitter<'a> {
         ));
     }
 
+    /// A map: its whole tiles apart from a clipped last one where that helps (see [`peel`]).
+    fn map(&mut self, node: &Node, m: &MapNode) -> Result<(), CodegenError> {
+        match self.map_peeled(node, m) {
+            Some(emitted) => emitted,
+            None => self.map_loops(node, m),
+        }
+    }
+
     /// One `for` per parameter, outermost first, with the schedule's pragma; then the locals of
     /// this scope and the body.
-    fn map(&mut self, node: &Node, m: &MapNode) -> Result<(), CodegenError> {
+    fn map_loops(&mut self, node: &Node, m: &MapNode) -> Result<(), CodegenError> {
         let parallel_here = self.parallel.is_none() && distributes(m);
         let collapse = if parallel_here {
             self.distributed_count(node.id, m)

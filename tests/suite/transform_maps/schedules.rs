@@ -366,3 +366,23 @@ fn a_small_broadcast_operand_does_not_decide_the_loop_order() {
     // A read as large as Y, indexed [j, i], decides: i innermost.
     assert_eq!(copy_order(&[256, 256], &["j", "i"]), [1, 0]);
 }
+
+#[test]
+fn a_vector_map_over_a_clipped_tile_runs_whole_tiles_with_a_constant_trip_count() {
+    // 37 columns in tiles of 16: two whole tiles and a clipped one of 5.
+    let mut p = common::elementwise_chain(6, 37);
+    let id = map_id(&p, "double");
+    let tiles = ParamValue::Ints(vec![0, 16]);
+    apply_checked(&mut p, "MapTiling", &[id], &params(&[("tiles", tiles)]));
+    let inner = map_id(&p, "double_tile");
+    apply_checked(&mut p, "Vectorize", &[inner], &Params::new());
+    let source = compiled_matches_interpreter(&p);
+    let whole = source.find("+ 16) <= 37) {").expect("the whole-tile test");
+    let clipped = source[whole..]
+        .find("dm_min(")
+        .expect("the clipped tile after it");
+    let pragmas = source[whole..whole + clipped]
+        .matches("#pragma omp simd")
+        .count();
+    assert_eq!(pragmas, 2, "both branches run as SIMD lanes:\n{source}");
+}
