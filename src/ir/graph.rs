@@ -622,6 +622,33 @@ impl Graph {
         })
     }
 
+    /// Which of `names` are accessed anywhere in this scope (including nested scopes): one
+    /// walk that allocates nothing, for the question "is this container still used" after a
+    /// rewrite removed some accesses.
+    pub fn uses_any<'n>(&self, names: &'n [String]) -> BTreeSet<&'n str> {
+        let mut found = BTreeSet::new();
+        self.mark_uses(names, &mut found);
+        found
+    }
+
+    fn mark_uses<'n>(&self, names: &'n [String], found: &mut BTreeSet<&'n str>) {
+        let mark = |d: &str, found: &mut BTreeSet<&'n str>| {
+            if let Some(n) = names.iter().find(|n| n.as_str() == d) {
+                found.insert(n.as_str());
+            }
+        };
+        for e in self.inner.g.edge_weights() {
+            mark(&e.data, found);
+        }
+        for node in self.nodes() {
+            match &node.kind {
+                NodeKind::Access(d) => mark(d, found),
+                NodeKind::Map(m) => m.body.mark_uses(names, found),
+                _ => {}
+            }
+        }
+    }
+
     /// Data containers accessed anywhere in this scope (including nested scopes).
     pub fn data_used(&self) -> BTreeSet<String> {
         let mut out = BTreeSet::new();

@@ -18,7 +18,6 @@ use crate::transform::{
     expect_map, refuse, Call, Default, Level, ListLen, NodeClass, NotApplicable, ParamDecl,
     ParamKind, Plan, Role, Schema, Transformation,
 };
-use std::collections::HashSet;
 
 pub struct MapTiling;
 
@@ -55,8 +54,13 @@ impl Transformation for MapTiling {
         }
         self.tileable(map, id, &tiles)?;
         let taken = taken_names(p);
+        // The tile parameters' names, chosen now (the rewrite runs without the original).
+        let names: Vec<String> = (map.params.iter().zip(&tiles))
+            .filter(|(_, &t)| t != 0)
+            .map(|(prm, _)| fresh(&format!("{}_tile", prm.name), &taken))
+            .collect();
         Ok(Plan::new(move |p| {
-            let inner_id = nest(p, id, "tile", |original| split(original, &tiles, &taken))
+            let inner_id = nest(p, id, "tile", |original| split(original, &tiles, &names))
                 .ok_or_else(|| refuse(&MapTiling, id, "not a map"))?;
             Ok(vec![id, inner_id])
         }))
@@ -99,20 +103,25 @@ impl MapTiling {
     }
 }
 
-/// The outer (tile) and inner (within a tile) parameters for `original` tiled by `tiles`.
+/// The outer (tile) and inner (within a tile) parameters for `original` tiled by `tiles`, the
+/// tile parameters named `names` in order.
 fn split(
     original: Vec<MapParam>,
     tiles: &[i64],
-    taken: &HashSet<String>,
+    names: &[String],
 ) -> (Vec<MapParam>, Vec<MapParam>) {
     let mut outer = Vec::new();
     let mut inner = Vec::new();
+    let mut names = names.iter();
     for (prm, &t) in original.into_iter().zip(tiles) {
         if t == 0 {
             inner.push(prm);
             continue;
         }
-        let tile_name = fresh(&format!("{}_tile", prm.name), taken);
+        let tile_name = names
+            .next()
+            .cloned()
+            .unwrap_or_else(|| format!("{}_tile", prm.name));
         let tile_var = SymExpr::sym(tile_name.as_str());
         let divides = (&prm.range.end - &prm.range.start)
             .as_int()

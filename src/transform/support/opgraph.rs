@@ -480,9 +480,9 @@ pub(crate) fn add_access(edit: &mut ScopeEdit, name: &str) -> Port {
 /// values) of those that nothing accesses any more, except the program's inputs and outputs.
 pub(crate) fn prune(p: &mut Program, names: &[String]) {
     remove_isolated(&mut p.graph, names);
-    let used = p.graph.data_used();
+    let used = p.graph.uses_any(names);
     for n in names {
-        if !used.contains(n) && !p.inputs.contains(n) && !p.outputs.contains(n) {
+        if !used.contains(n.as_str()) && !p.inputs.contains(n) && !p.outputs.contains(n) {
             p.data.remove(n);
             p.constants.remove(n);
         }
