@@ -114,6 +114,18 @@ pub fn validate_since(p: &Program, since: &Since) -> Result<(), InvalidIr> {
     }
 }
 
+/// The entries of `map` to check: all of them, or (since a check) those `names` names, looked
+/// up rather than every entry scanned.
+fn named<'m, V>(
+    map: &'m BTreeMap<String, V>,
+    names: Option<&BTreeSet<String>>,
+) -> Vec<(&'m String, &'m V)> {
+    match names {
+        None => map.iter().collect(),
+        Some(names) => names.iter().filter_map(|n| map.get_key_value(n)).collect(),
+    }
+}
+
 struct Validator<'a> {
     p: &'a Program,
     since: &'a Since<'a>,
@@ -139,14 +151,7 @@ impl<'a> Validator<'a> {
                 );
             }
         }
-        // Since a check: the declarations it names, looked up (not every declaration scanned).
-        let declared: Vec<(&String, &super::DataDesc)> = match self.since.names {
-            None => self.p.data.iter().collect(),
-            Some(names) => (names.iter())
-                .filter_map(|name| self.p.data.get_key_value(name))
-                .collect(),
-        };
-        for (name, desc) in declared {
+        for (name, desc) in named(&self.p.data, self.since.names) {
             if desc.kind == super::DataKind::Constant && !self.p.constants.contains_key(name) {
                 self.fail(Location::Program, format!("constant `{name}` has no value"));
             }
@@ -161,13 +166,7 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        let valued: Vec<(&String, &super::Constant)> = match self.since.names {
-            None => self.p.constants.iter().collect(),
-            Some(names) => (names.iter())
-                .filter_map(|name| self.p.constants.get_key_value(name))
-                .collect(),
-        };
-        for (name, t) in valued {
+        for (name, t) in named(&self.p.constants, self.since.names) {
             match self.p.data.get(name).map(|d| d.static_shape()) {
                 None => self.fail(
                     Location::Program,

@@ -13,7 +13,7 @@
 use crate::ir::{DataKind, NodeId, Program, Tensor};
 use crate::ops::{lookup, Operator};
 use crate::transform::support::opgraph::{
-    constant, containers, declared, library_nodes, op_node, prune, shown, OpNode,
+    become_constants, constant, containers, declared, library_nodes, op_node, prune, shown, OpNode,
 };
 use crate::transform::{
     refuse, Call, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
@@ -130,12 +130,7 @@ impl Transformation for ConstantFolding {
                 .edit(id)
                 .ok_or_else(|| refuse(&ConstantFolding, id, "no such node"))?;
             edit.graph.remove_node(node.idx);
-            for (name, value) in folded {
-                if let Some(desc) = p.data.get_mut(&name) {
-                    desc.kind = DataKind::Constant;
-                }
-                p.constants.insert(name, value.into());
-            }
+            become_constants(p, folded);
             prune(p, &names);
             Ok(vec![id])
         }))

@@ -24,7 +24,7 @@
 
 use crate::interp;
 use crate::ir::{DataKind, Graph, NodeId, NodeKind, Program, Tensor};
-use crate::transform::support::opgraph::prune;
+use crate::transform::support::opgraph::{become_constants, prune};
 use crate::transform::{
     expect_map, refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
     Role, Schema, Transformation,
@@ -252,12 +252,7 @@ impl Transformation for ConstantMapFolding {
             let idx = (p.graph.index_of(id))
                 .ok_or_else(|| refuse(&ConstantMapFolding, id, "no such node"))?;
             p.graph.remove_node(idx);
-            for (name, value) in values {
-                if let Some(desc) = p.data.get_mut(&name) {
-                    desc.kind = DataKind::Constant;
-                }
-                p.constants.insert(name, value.into());
-            }
+            become_constants(p, values);
             prune(p, &names);
             Ok(vec![id])
         }))

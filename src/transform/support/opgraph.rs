@@ -478,6 +478,19 @@ pub(crate) fn add_access(edit: &mut ScopeEdit, name: &str) -> Port {
 
 /// Removes access nodes of `names` left without edges, then the declarations (and constant
 /// values) of those that nothing accesses any more, except the program's inputs and outputs.
+/// Declares each of `values`' containers a constant holding its value (what folding computed).
+pub(crate) fn become_constants(
+    p: &mut Program,
+    values: impl IntoIterator<Item = (String, Tensor)>,
+) {
+    for (name, value) in values {
+        if let Some(desc) = p.data.get_mut(&name) {
+            desc.kind = DataKind::Constant;
+        }
+        p.constants.insert(name, value.into());
+    }
+}
+
 pub(crate) fn prune(p: &mut Program, names: &[String]) {
     remove_isolated(&mut p.graph, names);
     let used = p.graph.uses_any(names);
