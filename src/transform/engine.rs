@@ -299,6 +299,8 @@ pub struct Engine {
     /// A program this engine hashed (a copy that shares its parts) with the hashing state
     /// after its declarations: a later program with the same ones reuses it.
     header: Option<(Program, diff::Header)>,
+    /// The declaration lines of the headers hashed so far (a step prints only those it changed).
+    lines: crate::ir::text::DeclLines,
 }
 
 impl Engine {
@@ -371,7 +373,7 @@ impl Engine {
             let hashed = Instant::now();
             let header = match &self.header {
                 Some((last, header)) if diff::same_header(last, &snapshot) => header.clone(),
-                _ => diff::Header::of(&snapshot),
+                _ => diff::Header::of_with(&snapshot, &mut self.lines),
             };
             let hash_before = header.hash(&snapshot);
             let changes = diff::changes(&snapshot, p);
@@ -484,7 +486,7 @@ impl Engine {
         let hashed = Instant::now();
         let header = match diff::same_header(after.original, p) {
             true => after.original_header.clone(),
-            false => diff::Header::of(p),
+            false => diff::Header::of_with(p, &mut self.lines),
         };
         let hash_after = header.hash(p);
         debug_assert_eq!(hash_after, program_hash(p), "the kept header hashes alike");

@@ -63,7 +63,7 @@ pub use lex::{is_ident, quote};
 pub use parse::{parse, parse_named, Parsed};
 pub use print::{
     hash_graph_line, node_digest, print, print_exact, print_for_hash, print_hash_header,
-    print_node, scope_digest,
+    print_hash_header_with, print_node, scope_digest, DeclLines,
 };
 pub use values::INLINE_LIMIT;
 

@@ -5,13 +5,13 @@
 use super::lex::{name, quote};
 use super::values::{hex_blob, inline, inline_is_exact, INLINE_LIMIT};
 use crate::ir::constant::Constant;
-use crate::ir::data::Storage;
+use crate::ir::data::{DataDesc, Storage};
 use crate::ir::graph::{EdgeView, Graph, Program};
 use crate::ir::node::{Attr, Memlet, Node, NodeKind};
 use crate::ir::texpr::format_float;
 use petgraph::stable_graph::NodeIndex;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The human form: constants with more than [`INLINE_LIMIT`] elements appear only as their
 /// sha256 digest and element count.
@@ -47,10 +47,49 @@ pub fn print_for_hash(p: &Program) -> String {
 /// constants and signature are the same has the same one, so a caller that knows this can
 /// reuse the hashing state after it (see `transform::engine::program_hash`).
 pub fn print_hash_header(p: &Program) -> String {
+    print_hash_header_with(p, &mut DeclLines::default())
+}
+
+/// The declaration lines of [`print_hash_header`] kept from one program to the next: a checked
+/// step adds or changes a few declarations, so the engine prints only those again.
+#[derive(Clone, Debug, Default)]
+pub struct DeclLines(HashMap<String, (DataDesc, String)>);
+
+impl DeclLines {
+    /// The line of declaration `name`, printed again only when it is not the one kept.
+    fn line(&mut self, name: &str, d: &DataDesc) -> String {
+        match self.0.get(name) {
+            Some((kept, line)) if kept == d => line.clone(),
+            _ => {
+                let line = data_line(name, d);
+                self.0.insert(name.to_string(), (d.clone(), line.clone()));
+                line
+            }
+        }
+    }
+}
+
+/// [`print_hash_header`] with the declaration lines `lines` keeps.
+pub fn print_hash_header_with(p: &Program, lines: &mut DeclLines) -> String {
     Printer {
         values: Values::Digests,
     }
-    .header(p)
+    .header(p, &mut |n, d| lines.line(n, d))
+}
+
+/// One `data` line of a header.
+fn data_line(n: &str, d: &DataDesc) -> String {
+    let storage = match d.storage {
+        Storage::Global => String::new(),
+        s => format!(" {}", s.name()),
+    };
+    format!(
+        "data {}: {}[{}] {}{storage}\n",
+        name(n),
+        d.dtype,
+        join(&d.shape),
+        d.kind.name()
+    )
 }
 
 /// The last line of [`print_for_hash`]: the top-level scope by its digest.
@@ -148,7 +187,7 @@ fn join<T: std::fmt::Display>(items: &[T]) -> String {
 
 impl Printer {
     fn program(&self, p: &Program) -> String {
-        let mut text = self.header(p);
+        let mut text = self.header(p, &mut data_line);
         match self.values {
             Values::Digests => text.push_str(&hash_graph_line(&p.graph)),
             Values::Human | Values::Exact => {
@@ -162,7 +201,7 @@ impl Printer {
 
     /// Everything before the graph: the name, symbols, declarations, signature and constants,
     /// each section followed by a blank line.
-    fn header(&self, p: &Program) -> String {
+    fn header(&self, p: &Program, data_line: &mut dyn FnMut(&str, &DataDesc) -> String) -> String {
         let mut sections = vec![format!("program {}\n", quote(&p.name))];
         let symbols: String = p
             .symbols
@@ -172,23 +211,7 @@ impl Printer {
                 None => format!("symbol {s}\n"),
             })
             .collect();
-        let data: String = p
-            .data
-            .iter()
-            .map(|(n, d)| {
-                let storage = match d.storage {
-                    Storage::Global => String::new(),
-                    s => format!(" {}", s.name()),
-                };
-                format!(
-                    "data {}: {}[{}] {}{storage}\n",
-                    name(n),
-                    d.dtype,
-                    join(&d.shape),
-                    d.kind.name()
-                )
-            })
-            .collect();
+        let data: String = p.data.iter().map(|(n, d)| data_line(n, d)).collect();
         let signature = format!(
             "signature {} -> {}\n",
             name_list(&p.inputs),

@@ -1,7 +1,10 @@
 //! Program fingerprints: one hash of the whole program for traces, and what a step changed,
 //! node by node.
 
-use crate::ir::text::{hash_graph_line, node_digest, print_hash_header, scope_digest};
+use crate::ir::text::{
+    hash_graph_line, node_digest, print_hash_header, print_hash_header_with, scope_digest,
+    DeclLines,
+};
 use crate::ir::{Graph, Node, NodeId, NodeKind, Program};
 use petgraph::stable_graph::NodeIndex;
 use sha2::{Digest, Sha256};
@@ -26,6 +29,11 @@ pub(super) struct Header(Sha256);
 impl Header {
     pub fn of(p: &Program) -> Header {
         Header(Sha256::new_with_prefix(print_hash_header(p)))
+    }
+
+    /// [`Header::of`] with the declaration lines `lines` kept from earlier programs.
+    pub fn of_with(p: &Program, lines: &mut DeclLines) -> Header {
+        Header(Sha256::new_with_prefix(print_hash_header_with(p, lines)))
     }
 
     /// The hash of `p`, whose header must be this one.

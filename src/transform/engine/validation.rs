@@ -4,7 +4,7 @@
 use super::{Engine, Rewrite};
 use crate::ir::validate::{validate, validate_since, Fresh, InvalidIr, Since};
 use crate::ir::{Constant, NodeId, Program};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 impl Engine {
     /// Validates `p` after a rewrite of `after.original`: only what the step changed when the
@@ -29,13 +29,15 @@ impl Engine {
             .chain((original.constants.iter().filter(|c| !same_value(c, p))).map(|(k, _)| k))
             .cloned()
             .collect();
+        // One hash lookup per node the validator passes (it asks every node of the scopes it
+        // enters): new and modified nodes whole, maps around changes for their changed parts.
+        let mut fresh: HashMap<NodeId, Fresh> = (changes.bodies.iter())
+            .map(|&id| (id, Fresh::Changed))
+            .collect();
+        fresh.extend((changes.added.iter().chain(&changes.modified)).map(|&id| (id, Fresh::Whole)));
         let is = |ids: &[NodeId], id: NodeId| ids.binary_search(&id).is_ok();
         let since = Since {
-            node: &|n| match () {
-                _ if is(&changes.added, n.id) || is(&changes.modified, n.id) => Fresh::Whole,
-                _ if changes.bodies.contains(&n.id) => Fresh::Changed,
-                _ => Fresh::No,
-            },
+            node: &|n| fresh.get(&n.id).copied().unwrap_or(Fresh::No),
             taken_elsewhere: &|id| {
                 is(&changes.added, id) && id.0 < original.next_id() && original.node(id).is_some()
             },
