@@ -29,6 +29,7 @@ use crate::transform::{
     expect_map, refuse, Call, Default, Level, NodeClass, NotApplicable, ParamDecl, ParamKind, Plan,
     Role, Schema, Transformation,
 };
+use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub struct ConstantMapFolding;
@@ -139,14 +140,11 @@ impl ConstantMapFolding {
                 ),
             ));
         }
-        if let Some(other) = other_writer(g, idx, &writes) {
+        if let Some((other, name)) = other_writer(g, idx, &writes) {
             return Err(refuse(
                 self,
                 id,
-                format!(
-                    "node {other} also writes `{}`",
-                    other_writer_data(g, other, &writes)
-                ),
+                format!("node {other} also writes `{name}`"),
             ));
         }
         Ok(Foldable { reads, writes })
@@ -173,25 +171,15 @@ impl ConstantMapFolding {
     }
 }
 
-/// A node other than the map at `idx` that writes one of `writes` (at any depth: a nested
-/// write reaches the top level as an edge into an access node of the container).
-fn other_writer(
-    g: &Graph,
-    idx: petgraph::stable_graph::NodeIndex,
-    writes: &BTreeSet<String>,
-) -> Option<NodeId> {
+/// A node other than the map at `idx` that writes one of `writes`, and which (at any depth: a
+/// nested write reaches the top level as an edge into an access node of the container).
+fn other_writer(g: &Graph, idx: NodeIndex, writes: &BTreeSet<String>) -> Option<(NodeId, String)> {
     g.edges()
         .find(|e| e.from != idx && writes.contains(&e.memlet.data) && is_access(g, e.to))
-        .map(|e| g.node(e.from).id)
+        .map(|e| (g.node(e.from).id, e.memlet.data.clone()))
 }
 
-fn other_writer_data(g: &Graph, other: NodeId, writes: &BTreeSet<String>) -> String {
-    (g.edges())
-        .find(|e| g.node(e.from).id == other && writes.contains(&e.memlet.data))
-        .map_or_else(String::new, |e| e.memlet.data.clone())
-}
-
-fn is_access(g: &Graph, idx: petgraph::stable_graph::NodeIndex) -> bool {
+fn is_access(g: &Graph, idx: NodeIndex) -> bool {
     matches!(g.node(idx).kind, NodeKind::Access(_))
 }
 
