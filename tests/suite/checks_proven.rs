@@ -302,6 +302,59 @@ fn an_invariant_broken_deep_inside_a_map_is_found_by_the_check_of_what_changed()
     );
 }
 
+/// Shrinks every transient to one row: no node changes, but every access to them now reaches
+/// outside its container.
+struct ShrunkDeclarations;
+
+const SHRUNK: Schema = Schema {
+    name: "TestShrunkDeclarations",
+    level: Level::InterOperator,
+    doc: "test only: a rewrite that changes declarations and no node",
+    site: MAP,
+    params: &[],
+};
+
+impl Transformation for ShrunkDeclarations {
+    fn schema(&self) -> &'static Schema {
+        &SHRUNK
+    }
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let id = call.site[0];
+        Ok(Plan::new(move |p| {
+            for d in p
+                .data
+                .values_mut()
+                .filter(|d| d.kind == DataKind::Transient)
+            {
+                d.shape[0] = SymExpr::Int(1);
+            }
+            Ok(vec![id])
+        }))
+    }
+}
+
+#[test]
+fn a_declaration_changed_under_unchanged_nodes_is_found_by_the_check_of_what_changed() {
+    // After a checked step the engine checks only what the next one changed; a step that only
+    // changes declarations changes no node, so the check must reach the accesses to them.
+    let mut p = elementwise_chain(4, 6);
+    let mut engine = Engine::new(Checks::default().lower(Layer::Numerics, "test"));
+    let site = [first_map(&p)];
+    let parallelize = find("Parallelize").expect("registered");
+    (engine.apply(&mut p, parallelize, &site, &Params::new())).expect("the map parallelizes");
+    let before = print_exact(&p);
+    let r = engine
+        .apply(&mut p, &ShrunkDeclarations, &site, &Params::new())
+        .expect_err("accesses outside their containers must be refused");
+    assert!(matches!(r, Refusal::Invalid { .. }), "{r:?}");
+    assert!(r.to_string().contains("outside 0..1"), "{r}");
+    assert_eq!(
+        print_exact(&p),
+        before,
+        "the program must be restored exactly"
+    );
+}
+
 #[test]
 fn a_data_race_is_refused_by_the_legality_layer() {
     let mut p = last_element();
