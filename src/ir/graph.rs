@@ -532,8 +532,7 @@ impl Graph {
         if let Some(i) = self.index_of(id) {
             return Some((self, i));
         }
-        let holder = self.holder_of(id)?;
-        self.in_body(holder, id)
+        self.nested(id).map(|(_, found)| found)
     }
 
     /// `id` looked up in the body of map `holder` of this scope.
@@ -544,8 +543,10 @@ impl Graph {
         }
     }
 
-    /// The map of this scope whose body holds `id` at some depth (see [`Holders`]).
-    fn holder_of(&self, id: NodeId) -> Option<NodeIndex> {
+    /// The map of this scope whose body holds `id` at some depth (see [`Holders`]), with
+    /// where `id` is inside it: each level is looked up once, and a stale entry is never
+    /// returned.
+    fn nested(&self, id: NodeId) -> Option<(NodeIndex, (&Graph, NodeIndex))> {
         let read = |h: &mut Holders, maps: &mut dyn Iterator<Item = NodeIndex>| {
             for i in maps {
                 if let Some(NodeKind::Map(m)) = self.get_node(i).map(|n| &n.kind) {
@@ -561,16 +562,19 @@ impl Graph {
             read(&mut h, &mut self.node_indices());
             h.read = true;
         }
-        let cached = h.of.get(&id).copied();
-        if cached.is_some_and(|i| self.in_body(i, id).is_some()) {
-            return cached;
+        let found = |h: &Holders| {
+            let holder = h.of.get(&id).copied()?;
+            Some((holder, self.in_body(holder, id)?))
+        };
+        if let Some(hit) = found(&h) {
+            return Some(hit);
         }
         if h.touched.is_empty() {
             return None;
         }
         let touched = std::mem::take(&mut h.touched);
         read(&mut h, &mut touched.into_iter());
-        h.of.get(&id).copied()
+        found(&h)
     }
 
     /// Mutable access to the graph that directly contains `id`.
@@ -578,8 +582,7 @@ impl Graph {
         if let Some(i) = self.index_of(id) {
             return Some((self, i));
         }
-        let holder = self.holder_of(id)?;
-        self.in_body(holder, id)?;
+        let (holder, _) = self.nested(id)?;
         match &mut Arc::make_mut(&mut self.forget(&[holder]).g[holder]).kind {
             NodeKind::Map(m) => m.body.locate_mut(id),
             _ => None,

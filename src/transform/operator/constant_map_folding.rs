@@ -56,6 +56,8 @@ const SCHEMA: Schema = Schema {
 
 /// What a foldable map reads and writes: the containers by name.
 struct Foldable {
+    /// The map's index in the top-level scope.
+    idx: NodeIndex,
     reads: BTreeSet<String>,
     writes: BTreeSet<String>,
 }
@@ -147,7 +149,7 @@ impl ConstantMapFolding {
                 format!("node {other} also writes `{name}`"),
             ));
         }
-        Ok(Foldable { reads, writes })
+        Ok(Foldable { idx, reads, writes })
     }
 
     /// The values the map writes, from the reference interpreter running it alone.
@@ -157,7 +159,7 @@ impl ConstantMapFolding {
         id: NodeId,
         f: &Foldable,
     ) -> Result<BTreeMap<String, Tensor>, NotApplicable> {
-        let alone = standalone(p, id, f);
+        let alone = standalone(p, f);
         let values = interp::run(&alone, &BTreeMap::new())
             .map_err(|e| refuse(self, id, format!("running it failed: {e}")))?;
         if values.len() != f.writes.len() {
@@ -185,9 +187,8 @@ fn is_access(g: &Graph, idx: NodeIndex) -> bool {
 
 /// The map `id` alone: its access nodes and edges, the constants it reads and the transients it
 /// writes (as outputs), and the program's symbols.
-fn standalone(p: &Program, id: NodeId, f: &Foldable) -> Program {
-    let g = &p.graph;
-    let idx = g.index_of(id).expect("checked: a top-level map");
+fn standalone(p: &Program, f: &Foldable) -> Program {
+    let (g, idx) = (&p.graph, f.idx);
     let mut q = Program::new(format!("{}.fold", p.name));
     q.symbols = p.symbols.clone();
     for name in f.reads.iter().chain(&f.writes) {
