@@ -1,5 +1,6 @@
 //! Parts of a program shared between copies until one of them changes them.
 
+use super::constant::Constant;
 use super::data::DataDesc;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +14,9 @@ pub struct Shared<T>(Arc<T>);
 
 /// A program's data descriptors by name.
 pub type Decls = Shared<BTreeMap<String, DataDesc>>;
+
+/// A program's constant values by name.
+pub type Constants = Shared<BTreeMap<String, Constant>>;
 
 /// A program's inputs or outputs, in signature order.
 pub type Names = Shared<Vec<String>>;

@@ -2,7 +2,7 @@
 
 use super::constant::Constant;
 use super::data::DataDesc;
-use super::decls::{Decls, Names};
+use super::decls::{Constants, Decls, Names};
 use super::node::{Memlet, Node, NodeId, NodeKind};
 use super::sym::SymEnv;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
@@ -675,7 +675,7 @@ pub struct Program {
     pub symbols: BTreeMap<String, Option<i64>>,
     pub data: Decls,
     /// Constant values, shared between copies of the program (see [`Constant`]).
-    pub constants: BTreeMap<String, Constant>,
+    pub constants: Constants,
     /// Caller-visible inputs and outputs, in signature order.
     pub inputs: Names,
     pub outputs: Names,
@@ -689,7 +689,7 @@ impl Program {
             name: name.into(),
             symbols: BTreeMap::new(),
             data: Decls::default(),
-            constants: BTreeMap::new(),
+            constants: Constants::default(),
             inputs: Names::default(),
             outputs: Names::default(),
             graph: Graph::default(),

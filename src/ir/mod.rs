@@ -23,7 +23,7 @@ pub mod validate;
 
 pub use constant::Constant;
 pub use data::{DType, DataDesc, DataKind, Storage};
-pub use decls::{Decls, Names, Shared};
+pub use decls::{Constants, Decls, Names, Shared};
 pub use graph::{Graph, Program};
 pub use node::{
     Attr, LibraryNode, MapNode, MapParam, Memlet, Node, NodeId, NodeKind, Schedule, Tasklet, Wcr,

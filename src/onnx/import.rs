@@ -133,7 +133,7 @@ pub fn import(model: &ModelProto, opts: &ImportOptions) -> Result<Program, OnnxE
     imp.index_declarations()?;
     p.build(|b| imp.nodes(b))?;
     imp.signature_outputs(&mut p)?;
-    p.constants = std::mem::take(&mut imp.constants);
+    p.constants = std::mem::take(&mut imp.constants).into();
     validate(&p)?;
     Ok(p)
 }
