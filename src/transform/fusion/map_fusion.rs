@@ -10,8 +10,8 @@
 
 use crate::ir::rewrite::substitute_symbols;
 use crate::ir::{
-    DType, DataDesc, DataKind, Graph, MapNode, Memlet, NodeId, NodeKind, Program, Storage, Subset,
-    SymExpr,
+    DType, DataDesc, DataKind, Dim, Graph, MapNode, Memlet, NodeId, NodeKind, Program, Storage,
+    Subset, SymExpr,
 };
 use crate::transform::support::scope::{link, map_pairs, uses};
 use crate::transform::support::splice::replace_pair;
@@ -118,17 +118,16 @@ impl MapFusion {
             return Err(why(format!("`{t}` is read by {readers} and written by {writers} nodes; fusion needs exactly one producer and one consumer")));
         }
         legality.holds(same_space(pm, cm).map_err(why))?;
-        let element =
-            |m: &MapNode| Subset::element(m.params.iter().map(|q| SymExpr::sym(q.name.as_str())));
         nested_use(&pm.body, &t).map_err(|r| why(format!("producer: {r}")))?;
+        let written = element_written(pm, &t).map_err(|r| why(format!("producer: {r}")))?;
         legality.holds(
-            element_accesses(&pm.body, &t, &element(pm), true)
+            element_accesses(&pm.body, &t, &written, true)
                 .map_err(|r| why(format!("producer: {r}"))),
         )?;
         nested_use(&cm.body, &t).map_err(|r| why(format!("consumer: {r}")))?;
+        let read = in_params_of(&written, pm, cm);
         legality.holds(
-            element_accesses(&cm.body, &t, &element(cm), false)
-                .map_err(|r| why(format!("consumer: {r}"))),
+            element_accesses(&cm.body, &t, &read, false).map_err(|r| why(format!("consumer: {r}"))),
         )?;
         legality.holds(crossed(g, pi, ci, &t).map_err(why))?;
         Ok(Fusion {
@@ -251,6 +250,50 @@ fn nested_use(body: &Graph, data: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The element of `data` each iteration of the producer `pm` writes: one index per dimension,
+/// each either a lone parameter or free of parameters, with every parameter in exactly one
+/// dimension (`T[0, m, h, w]` in a map over `[m, h, w]`: a batch of one keeps its index 0).
+/// Then distinct iterations write distinct elements, so the consumer iteration that reads the
+/// same element finds it in a register.
+fn element_written(pm: &MapNode, data: &str) -> Result<Subset, String> {
+    let subset = (pm.body.edges())
+        .find(|e| e.memlet.data == data && matches!(&pm.body.node(e.to).kind, NodeKind::Access(_)))
+        .map(|e| e.memlet.subset.clone())
+        .ok_or_else(|| format!("does not write `{data}` in its body"))?;
+    let is_param = |name: &str| pm.params.iter().any(|q| q.name == name);
+    let mut seen = Vec::new();
+    for dim in &subset.0 {
+        let Dim::Index(e) = dim else {
+            return Err(format!(
+                "writes a range of `{data}` ({subset}), not one element"
+            ));
+        };
+        match e {
+            SymExpr::Sym(q) if is_param(q) && !seen.contains(q) => seen.push(q.clone()),
+            _ if e.free_symbols().iter().any(|s| is_param(s)) => {
+                return Err(format!(
+                    "writes `{data}`{subset}: each index must be one parameter or free of them"
+                ))
+            }
+            _ => {}
+        }
+    }
+    if seen.len() != pm.params.len() {
+        return Err(format!(
+            "writes `{data}`{subset}: not every parameter indexes it, so iterations overwrite one element"
+        ));
+    }
+    Ok(subset)
+}
+
+/// `subset`, written in the parameters of `from`, in the parameters of `to` (position by position).
+fn in_params_of(subset: &Subset, from: &MapNode, to: &MapNode) -> Subset {
+    let rename: BTreeMap<&str, SymExpr> = (from.params.iter().zip(&to.params))
+        .map(|(a, b)| (a.name.as_str(), SymExpr::sym(b.name.as_str())))
+        .collect();
+    subset.map_exprs(&|e| e.substitute_all(&|s| rename.get(s).cloned()))
 }
 
 /// Inside one body: `data` is accessed only at `expected`, with no resolution, written exactly

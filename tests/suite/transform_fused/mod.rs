@@ -3,6 +3,7 @@
 //! refused with the expected reason on the expected node (program untouched), and compiled to C
 //! and compared with the interpreter.
 
+mod batch_index;
 mod layout;
 mod online;
 mod reduction;
