@@ -82,7 +82,7 @@ pub fn emit(p: &Program) -> Result<CProgram, CodegenError> {
         return Err(CodegenError::UnboundSymbols(unbound.into_iter().collect()));
     }
     let mut body = Emitter::new(&data, &mut names, 1);
-    body.declare_scope(&[]);
+    body.declare_scope(&[], &graph);
     body.entry(&graph)?;
     let (body, unbound) = body.finish();
     if !unbound.is_empty() {

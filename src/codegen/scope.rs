@@ -3,7 +3,7 @@
 //! become copy loops. Nodes are emitted in [`Graph::ordered`] order, which respects every
 //! dependence.
 
-use super::emit::{Class, DataInfo};
+use super::emit::DataInfo;
 use super::expr::{self, ctype, flat, from_compute, to_compute, TaskletC, WindowC};
 use super::names::{comment_text, Names};
 use super::writer::Writer;
@@ -16,6 +16,7 @@ use crate::ir::{
 use petgraph::stable_graph::NodeIndex;
 use std::collections::{BTreeMap, BTreeSet};
 
+mod locals;
 mod peel;
 mod region;
 mod simd;
@@ -46,6 +47,9 @@ pub(crate) struct Emitter<'a> {
     /// (container, C element index) → the scalar of the enclosing vector loop's SIMD
     /// reduction that writes to that element go to instead.
     lane_reductions: BTreeMap<(String, String), String>,
+    /// The clipped tile ends known not to be whole in the code being written (the `else` of a
+    /// body emitted twice, see [`peel`]).
+    clipped: Vec<peel::Clip>,
 }
 
 impl<'a> Emitter<'a> {
@@ -61,33 +65,13 @@ impl<'a> Emitter<'a> {
             nowait: false,
             unbound: BTreeSet::new(),
             lane_reductions: BTreeMap::new(),
+            clipped: Vec::new(),
         }
     }
 
     /// The statements written and the unresolved names met on the way.
     pub fn finish(self) -> (String, BTreeSet<String>) {
         (self.w.into_string(), self.unbound)
-    }
-
-    /// Declares the local arrays and scalars that live in the scope `path` (map ids, outermost
-    /// first; empty for the top of `dm_run`). They are zeroed, like every container.
-    pub fn declare_scope(&mut self, path: &[NodeId]) {
-        for (name, d) in self.data {
-            let t = ctype(d.dtype);
-            match &d.class {
-                Class::Local { scope } if scope == path => self.w.line(format!(
-                    "{t} {}[{}] = {{0}}; /* {} */",
-                    d.cname,
-                    d.elements().max(1),
-                    comment_text(name)
-                )),
-                Class::Scalar { scope } if scope == path => {
-                    self.w
-                        .line(format!("{t} {} = 0; /* {} */", d.cname, comment_text(name)))
-                }
-                _ => {}
-            }
-        }
     }
 
     fn graph(&mut self, g: &Graph) -> Result<(), CodegenError> {
@@ -259,8 +243,7 @@ impl<'a> Emitter<'a> {
             self.parallel = Some((self.levels.len() - 1, collapse));
         }
         let path: Vec<NodeId> = self.levels.iter().map(|l| l.id).collect();
-        self.declare_scope(&path);
-        self.graph(&m.body)?;
+        self.body_peeled(&path, &m.body, &m.params)?;
         let atomic = self.combines_atomic(&reductions)?;
         self.levels.pop();
         if parallel_here {

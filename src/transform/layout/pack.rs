@@ -18,8 +18,10 @@
 //! the same micro-kernel ran about twice as fast on packed A and B). The copy reads the operand
 //! once; the map then never reads the operand itself.
 //!
-//! Only what can be rewritten exactly is packed: the tile parameter starts at 0 and its constant
-//! step divides the dimension's constant extent, every access of the operand inside the map
+//! Only what can be rewritten exactly is packed: the tile parameter starts at 0, runs over the
+//! dimension's constant extent in constant steps (a step that does not divide it leaves the last
+//! block partly filled: it is copied and read only as far as the tiling's clipped last tile
+//! reaches, `i_tile:min(i_tile + 8, M)`), every access of the operand inside the map
 //! indexes that dimension with a parameter ranging over exactly one tile (`i_tile:i_tile + 8`)
 //! or with that tile's range, and the map only reads the operand (no element reads at computed
 //! indices, which a layout change would have to rewrite too).
@@ -73,6 +75,9 @@ struct Packing {
     dim: usize,
     /// The block size (the tile parameter's step).
     block: i64,
+    /// The blocked dimension's extent: when the blocks do not divide it, the last block is
+    /// partly filled (the rest is never written nor read).
+    extent: i64,
     /// The operand's shape, and the packed one: `[extent / block, others…, block]`.
     shape: Vec<SymExpr>,
     packed_shape: Vec<SymExpr>,
@@ -88,6 +93,7 @@ struct Blocks<'a> {
     dim: usize,
     tile: &'a str,
     block: i64,
+    extent: i64,
 }
 
 impl Transformation for Pack {
@@ -140,13 +146,15 @@ impl Pack {
             return Err(no(format!("the map does not read `{data}`")));
         }
         let dim = blocked_dim(&map.body, data, &prm.name).map_err(no)?;
-        let extent = desc.shape[dim].as_int();
-        if extent != prm.range.end.as_int() || extent.is_none_or(|e| e % block != 0) {
-            return Err(no(format!(
-                "`{}` = {} does not cover dimension {dim} of `{data}` (extent {}) in whole tiles of {block}",
-                prm.name, prm.range, desc.shape[dim]
-            )));
-        }
+        let extent = match desc.shape[dim].as_int() {
+            Some(e) if Some(e) == prm.range.end.as_int() => e,
+            _ => {
+                return Err(no(format!(
+                    "`{}` = {} does not cover dimension {dim} of `{data}` (extent {})",
+                    prm.name, prm.range, desc.shape[dim]
+                )))
+            }
+        };
         let packed = p.fresh_data_name(&format!("{data}_packed"));
         let blocks = Blocks {
             data,
@@ -154,10 +162,11 @@ impl Pack {
             dim,
             tile: &prm.name,
             block,
+            extent,
         };
         let mut body = map.body.clone();
         redirect(&mut body, &blocks, &mut BTreeMap::new()).map_err(no)?;
-        let mut packed_shape = vec![SymExpr::Int(extent.unwrap_or(0) / block)];
+        let mut packed_shape = vec![SymExpr::Int((extent + block - 1) / block)];
         packed_shape.extend(others(&desc.shape, dim).cloned());
         packed_shape.push(SymExpr::Int(block));
         let taken = taken_names(p);
@@ -166,6 +175,7 @@ impl Pack {
             packed,
             dim,
             block,
+            extent,
             shape: desc.shape.clone(),
             packed_shape,
             counters: (0..=desc.rank())
@@ -233,10 +243,21 @@ fn visit_memlets(g: &Graph, data: &str, f: &mut dyn FnMut(&Memlet)) {
 fn blocked(s: &Subset, b: &Blocks, ranges: &BTreeMap<String, Range>) -> Result<Subset, String> {
     let (dim, tile, block) = (b.dim, b.tile, b.block);
     let t = SymExpr::sym(tile);
-    let one_tile =
-        |r: &Range| r.start == t && r.end == (&t + block).simplify() && r.step == SymExpr::Int(1);
+    let whole_end = (&t + block).simplify();
+    let clipped_end = whole_end.clone().min(SymExpr::Int(b.extent));
+    let clipped = |end: &SymExpr| match end {
+        SymExpr::Min(x, y) => {
+            (**x == whole_end && **y == SymExpr::Int(b.extent))
+                || (**y == whole_end && **x == SymExpr::Int(b.extent))
+        }
+        _ => false,
+    };
+    let one_tile = |r: &Range| {
+        r.start == t && (r.end == whole_end || clipped(&r.end)) && r.step == SymExpr::Int(1)
+    };
     let offset = match &s.0[dim] {
-        Dim::Range(r) if one_tile(r) => Dim::Range(Range::upto(block)),
+        Dim::Range(r) if one_tile(r) && r.end == whole_end => Dim::Range(Range::upto(block)),
+        Dim::Range(r) if one_tile(r) => Dim::Range(Range::upto((&clipped_end - &t).simplify())),
         Dim::Index(SymExpr::Sym(q)) if ranges.get(q).is_some_and(one_tile) => {
             Dim::Index((SymExpr::sym(q.as_str()) - &t).simplify())
         }
@@ -346,9 +367,16 @@ fn copy_map(b: &mut ScopeBuilder<'_>, pk: &Packing) -> MapNode {
             false => others.next().unwrap_or(SymExpr::Int(0)),
         })
         .collect();
-    let inner: Vec<(&str, Range)> = (pk.counters[1..].iter().zip(&shape[1..]))
+    let mut inner: Vec<(&str, Range)> = (pk.counters[1..].iter().zip(&shape[1..]))
         .map(|(c, extent)| (c.as_str(), Range::upto(extent.clone())))
         .collect();
+    if pk.extent % pk.block != 0 {
+        // The last block holds what is left of the dimension.
+        let left = (SymExpr::Int(pk.extent) - SymExpr::Int(pk.block) * var(0)).simplify();
+        if let Some((_, r)) = inner.last_mut() {
+            r.end = SymExpr::Int(pk.block).min(left);
+        }
+    }
     b.map(
         &format!("{}_pack_block", pk.data),
         inner,
