@@ -19,7 +19,7 @@
 //! as before. Top-level scalars and locals are declared before the region, so they are shared;
 //! everything declared inside a loop body stays private to the iteration.
 
-use super::{distributes, Emitter};
+use super::{distributes, distributes_awake, Emitter};
 use crate::codegen::emit::{Class, DataInfo};
 use crate::codegen::CodegenError;
 use crate::ir::{Graph, NodeKind, Subset};
@@ -193,6 +193,7 @@ fn plan(g: &Graph, data: &BTreeMap<String, DataInfo>) -> Vec<Segment> {
     let flush = |pending: &mut Vec<(Construct, Accesses)>, segments: &mut Vec<Segment>| {
         let items = std::mem::take(pending);
         if items.iter().any(|(c, _)| matches!(c, Construct::Loop(_))) {
+            let items = awake_loops(g, data, items);
             let accs: Vec<Accesses> = items.iter().map(|(_, a)| a.clone()).collect();
             let nowait = barriers(&accs);
             segments.push(Segment::Region(
@@ -233,6 +234,35 @@ fn plan(g: &Graph, data: &BTreeMap<String, DataInfo>) -> Vec<Segment> {
     segments
 }
 
+/// The constructs of a region that opens anyway, with each parallel map that reaches
+/// [`super::AWAKE_MIN_WORK`] taken out of its `single` as a loop of its own.
+fn awake_loops(
+    g: &Graph,
+    data: &BTreeMap<String, DataInfo>,
+    items: Vec<(Construct, Accesses)>,
+) -> Vec<(Construct, Accesses)> {
+    let mut out: Vec<(Construct, Accesses)> = Vec::new();
+    for (construct, acc) in items {
+        let Construct::Single(nodes) = construct else {
+            out.push((construct, acc));
+            continue;
+        };
+        for idx in nodes {
+            let acc = accesses(g, idx, data);
+            let awake = matches!(&g.node(idx).kind, NodeKind::Map(m) if distributes_awake(m));
+            match (awake, out.last_mut()) {
+                (true, _) => out.push((Construct::Loop(idx), acc)),
+                (false, Some((Construct::Single(run), a))) => {
+                    run.push(idx);
+                    a.extend(&acc);
+                }
+                (false, _) => out.push((Construct::Single(vec![idx]), acc)),
+            }
+        }
+    }
+    out
+}
+
 impl Emitter<'_> {
     /// The top level of `dm_run`: parallel maps work-shared inside one region (see the module
     /// documentation), everything else as it is.
@@ -262,6 +292,7 @@ impl Emitter<'_> {
             match construct {
                 Construct::Loop(idx) => {
                     self.nowait = nowait;
+                    self.shared_loop = true;
                     self.node(g, idx)?;
                 }
                 Construct::Single(nodes) => {

@@ -13,7 +13,9 @@
 //! handing out a loop and waiting at its barrier costs microseconds (a sleeping thread's wake,
 //! up to a tenth of a millisecond on a virtual machine) and a small map is done sooner alone.
 //! The default, 262144, is about that cost at roughly a nanosecond per tasklet; 0 parallelizes
-//! whatever the size.
+//! whatever the size. It prices waking the threads: where other maps open the entry function's
+//! region anyway, the generated code shares a map from 16384 tasklets on (`codegen::scope`'s
+//! `AWAKE_MIN_WORK`).
 
 use crate::check::race::parallel_conflict;
 use crate::ir::{Graph, NodeId, NodeKind, Schedule};

@@ -389,3 +389,85 @@ fn a_transcendental_call_weighs_as_several_operations_in_the_estimated_work() {
     let gelu_like = TExpr::binary(BinOp::Mul, x(), TExpr::unary(UnOp::Erf, exp));
     assert_eq!(t(gelu_like).work(), 1 + 2 * dmove::ir::CALL_WORK);
 }
+
+/// `Y = 2X` ("big", `min_work` 0) and `Z = X + 1` ("small", `min_work` 2²⁰) over 20000
+/// elements, with only "small" when `alone`.
+fn big_and_small(alone: bool) -> Program {
+    const S: i64 = 20_000;
+    let mut p = program(
+        "awake",
+        &[
+            ("X", DataKind::Input, &[S]),
+            ("Y", DataKind::Output, &[S]),
+            ("Z", DataKind::Output, &[S]),
+        ],
+    );
+    p.build(|b| {
+        let all = || Range::upto(S);
+        if !alone {
+            affine(
+                b,
+                "big",
+                Schedule::Parallel,
+                all(),
+                ("X", "Y"),
+                s("i"),
+                2.0,
+                0.0,
+            );
+        }
+        affine(
+            b,
+            "small",
+            Schedule::Parallel,
+            all(),
+            ("X", "Z"),
+            s("i"),
+            1.0,
+            1.0,
+        );
+    });
+    if alone {
+        p.outputs = vec!["Z".to_string()].into_iter().collect();
+        p.data.remove("Y");
+    }
+    for n in p.graph.nodes_mut() {
+        if let NodeKind::Map(m) = &mut n.kind {
+            m.min_work = if n.label == "big" { 0 } else { 1 << 20 };
+        }
+    }
+    p
+}
+
+#[test]
+fn a_map_below_min_work_is_shared_in_a_region_other_maps_open() {
+    // "small" (20000 tasklets, below its min_work) alone stays on one thread: sharing it would
+    // wake the threads for it. Beside "big", which opens the region anyway, it is work-shared:
+    // the threads are awake, and a shared loop costs the barrier its `single` would cost.
+    let c = build(&big_and_small(true));
+    assert!(pragmas(&c).is_empty(), "{:?}", pragmas(&c));
+    let c = build(&big_and_small(false));
+    assert_eq!(
+        pragmas(&c),
+        [
+            "#pragma omp parallel",
+            "#pragma omp for nowait",
+            "#pragma omp for nowait"
+        ]
+    );
+    let x = values(20_000, 4);
+    let inputs = BTreeMap::from([("X".to_string(), Tensor::f32(vec![20_000], x.clone()))]);
+    for threads in [1, 2] {
+        let out = c.run_threads(&inputs, Some(threads)).expect("runs");
+        assert_close(
+            &out["Y"],
+            &x.iter().map(|v| v * 2.0).collect::<Vec<_>>(),
+            &[20_000],
+        );
+        assert_close(
+            &out["Z"],
+            &x.iter().map(|v| v + 1.0).collect::<Vec<_>>(),
+            &[20_000],
+        );
+    }
+}
