@@ -34,8 +34,12 @@ fn indexes_writes(m: &MapNode, accesses: &[BodyAccess]) -> Vec<bool> {
 /// The order that keeps memory accesses contiguous: output parameters outermost (they can run
 /// in parallel), reductions inside them, and innermost the parameter most often indexing the
 /// last dimension of the accesses (reads count double: they dominate traffic; accesses to
-/// containers far smaller than the others do not count), ties going to the later parameter.
-/// With no contiguous parameter the last one stays innermost.
+/// containers far smaller than the others do not count), ties going to the later parameter —
+/// unless that is a reduction shorter than one vector ([`LANES`]) and an output parameter is
+/// contiguous too: a 5×5 depthwise convolution's `k1` would fill 5 of 16 lanes and sum them
+/// for every output element, where its `o1` fills them all with independent outputs (EfficientNet-B0's
+/// depthwise layers ran as 5-lane reductions). With no contiguous parameter the last one stays
+/// innermost.
 pub fn loop_order(m: &MapNode, p: &Program) -> LoopOrder {
     let accesses = body_accesses(m, &p.data);
     let names: Vec<&str> = m.params.iter().map(|q| q.name.as_str()).collect();
@@ -62,8 +66,22 @@ pub fn loop_order(m: &MapNode, p: &Program) -> LoopOrder {
             }
         }
     }
-    let best = (0..names.len()).rev().max_by_key(|&k| score[k]);
-    let inner = best.filter(|&k| score[k] > 0).unwrap_or(names.len() - 1);
+    let best_of = |ks: &mut dyn Iterator<Item = usize>| {
+        ks.filter(|&k| score[k] > 0)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .max_by_key(|&k| score[k])
+    };
+    let short_reduction =
+        |k: usize| !is_output[k] && (m.params[k].range.len().as_int()).is_some_and(|n| n < LANES);
+    let inner = match best_of(&mut (0..names.len())) {
+        Some(k) if short_reduction(k) => {
+            best_of(&mut (0..names.len()).filter(|&j| is_output[j])).unwrap_or(k)
+        }
+        Some(k) => k,
+        None => names.len() - 1,
+    };
     let outputs: Vec<usize> = (0..names.len())
         .filter(|&k| k != inner && is_output[k])
         .collect();
@@ -103,6 +121,9 @@ fn voting_accesses<'a>(accesses: &'a [BodyAccess], p: &Program) -> Vec<&'a BodyA
 /// How many times smaller than the largest container a container must be for its accesses
 /// not to vote on the loop order.
 const CACHED_FRACTION: u64 = 64;
+
+/// The f32 lanes of a 512-bit vector: a reduction shorter than this does not fill one.
+const LANES: i64 = 16;
 
 /// The longest parameter of `m` with a constant length, and that length (the first on ties).
 pub fn longest_param(m: &MapNode) -> Option<(usize, i64)> {

@@ -250,6 +250,10 @@ fn std_cpu_runs_a_dense_convolution_as_an_im2col_micro_kernel() {
         // The kernel: its rows unrolled and both operands packed (8 and 32 divide 8 channels and 16 × 16 positions).
         assert_eq!(applied("Unroll"), usize::from(im2col), "group {group}");
         assert_eq!(applied("Pack"), 2 * usize::from(im2col), "group {group}");
+        // The depthwise taps accumulate each row of outputs in a local buffer (std::loops).
+        if !im2col {
+            assert!(applied("LocalStorage") >= 1, "group {group}");
+        }
         let inputs = dmove::check::random_inputs(&original, 3).expect("inputs");
         dmove::check::same_outputs(&original, &p, &inputs).expect("same results");
     }

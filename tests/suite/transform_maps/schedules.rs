@@ -386,3 +386,31 @@ fn a_vector_map_over_a_clipped_tile_runs_whole_tiles_with_a_constant_trip_count(
         .count();
     assert_eq!(pragmas, 2, "both branches run as SIMD lanes:\n{source}");
 }
+
+#[test]
+fn a_reduction_shorter_than_a_vector_does_not_take_the_lanes_from_an_output() {
+    // A depthwise 3×3 over 8 channels of 8×8: the window's `k1` and the output's `o1` both
+    // index the padded input's last dimension, and the small weight array votes for `k1`.
+    // Three taps would fill 3 of 16 lanes and be summed per output; `o1` runs innermost.
+    let bytes = dmove::demo::suite::conv(8, 8, 8, 8, 5);
+    let mut p = dmove::onnx::import_bytes(&bytes, &Default::default()).expect("imports");
+    let conv = (p.graph.nodes())
+        .find(|n| matches!(&n.kind, NodeKind::Library(l) if l.op == "Conv"))
+        .map(|n| n.id)
+        .expect("a Conv node");
+    let padded = params(&[("impl", ParamValue::Str("padded".into()))]);
+    apply_checked(&mut p, "Expand", &[conv], &padded);
+    let acc = map_id(&p, "conv_0_acc");
+    let NodeKind::Map(m) = &p.node(acc).expect("exists").kind else {
+        panic!("not a map")
+    };
+    let order = dmove::transform::queries::loop_order(m, &p);
+    let names: Vec<&str> = (order.order.iter())
+        .map(|&k| m.params[k].name.as_str())
+        .collect();
+    assert_eq!(names[names.len() - 3..], ["k0", "k1", "o1"], "{names:?}");
+    assert_eq!(
+        order.outputs, 4,
+        "n, g, m and o0 outside the taps: {names:?}"
+    );
+}

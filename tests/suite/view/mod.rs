@@ -268,16 +268,16 @@ fn a_recipes_steps_become_frames_with_what_each_step_changed() {
     let html = std::fs::read_to_string(dir.path().join("all.html")).expect("html");
     let data = frames(&html);
     let list = data["frames"].as_array().expect("frames");
-    // The README's run of this recipe applies 16 steps: the imported model, then one per step.
-    assert_eq!(list.len(), 17);
+    // The README's run of this recipe applies 17 steps: the imported model, then one per step.
+    assert_eq!(list.len(), 18);
     assert!(list[0]["title"]
         .as_str()
         .unwrap()
         .starts_with("as imported"));
-    assert!(list[16]["title"]
+    assert!(list[17]["title"]
         .as_str()
         .unwrap()
-        .starts_with("step 16 of 16"));
+        .starts_with("step 17 of 17"));
     for f in &list[1..] {
         assert!(
             !f["changed"].as_array().unwrap().is_empty(),
@@ -297,7 +297,7 @@ fn a_recipes_steps_become_frames_with_what_each_step_changed() {
         .map(|f| f["title"].as_str().unwrap())
         .collect();
     assert_eq!(titles.len(), 5, "{titles:?}");
-    assert!(titles[4].starts_with("step 16 of 16"), "{titles:?}");
+    assert!(titles[4].starts_with("step 17 of 17"), "{titles:?}");
     // The SVG shows the program after the recipe: lowered, so maps and tasklets.
     let svg = std::fs::read_to_string(dir.path().join("after.svg")).expect("svg");
     roxmltree::Document::parse(&svg).expect("well-formed");
@@ -309,7 +309,7 @@ fn a_recipes_steps_become_frames_with_what_each_step_changed() {
     };
     let status = browser::status(&browser::dom(&chromium, &dir.path().join("all.html")));
     assert!(
-        status.starts_with("ok: ") && status.ends_with("17 frame(s)"),
+        status.starts_with("ok: ") && status.ends_with("18 frame(s)"),
         "{status}"
     );
 }
