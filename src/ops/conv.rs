@@ -1,11 +1,12 @@
 //! Conv: grouped, strided, dilated, padded convolution over any number of spatial axes (NC…).
 
-use super::support::{element_map, fill_map, params_over, Read};
+use super::support::{element_map, params_over, Read};
 use super::window::{
     bias_init_at, conv_operands, float_input, multi_indices, offset, same_dim, sym_shape, tap,
     tensor_input, Tap, Window,
 };
 use super::{ExpandCtx, OpError, Operator, TensorType};
+use crate::ir::build::ScopeBuilder;
 use crate::ir::DataDesc;
 use crate::ir::{Attr, BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
 
@@ -330,10 +331,10 @@ fn direct(ctx: &mut ExpandCtx, layout: Channels, padded: bool) -> Result<(), OpE
 }
 
 /// Appends the copy of channels-first X with its padding written out as zeros, `xp[n, c, p…]`
-/// over [`Window::padded_extents`], and returns its name. It is two maps that vectorize: `xp`
-/// filled with zeros, then X copied into its interior (`xp[n, c, pad + i…] = X[n, c, i…]` over
-/// the input positions some window reads). The maps reading `xp` then read every element
-/// unconditionally and contiguously, with no test for padding per window element.
+/// over [`Window::padded_extents`], and returns its name: zeros written to the border only (see
+/// [`zero_border`]), then X copied into the interior (`xp[n, c, pad + i…] = X[n, c, i…]` over
+/// the input positions some window reads), maps that vectorize. The maps reading `xp` then read
+/// every element unconditionally and contiguously, with no test for padding per window element.
 pub(super) fn pad_copy(
     ctx: &mut ExpandCtx,
     window: &Window,
@@ -347,10 +348,19 @@ pub(super) fn pad_copy(
     let xp = ctx
         .b
         .transient(&format!("{label}_padded"), xd.dtype, xp_shape.clone());
-    fill_map(ctx.b, &format!("{label}_pad_zero"), &xp, &xp_shape, 0.0);
     let read: Vec<SymExpr> = (window.axes.iter().zip(&extents))
         .map(|(a, p)| a.input.clone().min(p - &a.pad_begin).simplify())
         .collect();
+    let interior: Vec<Range> = (window.axes.iter().zip(&read))
+        .map(|(a, r)| Range::new(a.pad_begin.clone(), (&a.pad_begin + r).simplify()))
+        .collect();
+    zero_border(
+        ctx.b,
+        &format!("{label}_pad_zero"),
+        &xp,
+        &xp_shape,
+        &interior,
+    );
     let copied: Vec<SymExpr> = lead.iter().cloned().chain(read).collect();
     let (params, idx) = params_over("i", &copied);
     let xp_idx = (idx.iter().enumerate())
@@ -371,6 +381,47 @@ pub(super) fn pad_copy(
         TExpr::input("x"),
     );
     xp
+}
+
+/// Zeros in every element of `xp` (shape `[n, c, spatial…]`) outside the box `interior` of its
+/// spatial axes, which the copy of X overwrites on every run anyway (zeroing all of `xp` first
+/// wrote each feature map twice). The border is cut into slabs, two per spatial axis: on axis
+/// `k` the part before and the part after the interior, over the interior of the axes before
+/// `k` and the whole of the axes after it — disjoint, and together exactly the complement. A
+/// slab that is empty for constant extents is left out.
+fn zero_border(b: &mut ScopeBuilder, label: &str, xp: &str, shape: &[SymExpr], interior: &[Range]) {
+    let (_, idx) = params_over("i", shape);
+    for (k, inside) in interior.iter().enumerate() {
+        let axis = k + 2;
+        let sides = [
+            ("lo", Range::new(0, inside.start.clone())),
+            ("hi", Range::new(inside.end.clone(), shape[axis].clone())),
+        ];
+        for (side, slab) in sides {
+            if slab.len().as_int().is_some_and(|n| n <= 0) {
+                continue;
+            }
+            let ranges = (0..shape.len()).map(|d| match d {
+                d if d == axis => slab.clone(),
+                d if d >= 2 && d < axis => interior[d - 2].clone(),
+                d => Range::upto(shape[d].clone()),
+            });
+            let params: Vec<(String, Range)> = ranges
+                .enumerate()
+                .map(|(d, r)| (format!("i{d}"), r))
+                .collect();
+            let name = format!("{label}_{k}_{side}");
+            element_map(
+                b,
+                &name,
+                &params,
+                Vec::new(),
+                (xp, idx.clone()),
+                None,
+                TExpr::Const(0.0),
+            );
+        }
+    }
 }
 
 /// A zero point container of an expansion: one value (of any rank), or one per output channel.

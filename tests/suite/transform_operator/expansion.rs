@@ -63,7 +63,10 @@ fn expand_with_im2col_builds_a_column_buffer_and_a_gemm() {
         map_labels(&p),
         [
             "conv_weights",
-            "conv_pad_zero",
+            "conv_pad_zero_0_lo",
+            "conv_pad_zero_0_hi",
+            "conv_pad_zero_1_lo",
+            "conv_pad_zero_1_hi",
             "conv_pad",
             "conv_im2col",
             "conv_init",
@@ -71,6 +74,16 @@ fn expand_with_im2col_builds_a_column_buffer_and_a_gemm() {
             "conv_output"
         ]
     );
+    // The zeros go to the border of the padded copy only: 2 × (6·6 − 4·4) = 40 elements, once
+    // each; the copy of X fills the 2 × 4·4 interior.
+    let mut zeros = 0;
+    p.graph.walk(&mut |n| match &n.kind {
+        NodeKind::Map(m) if n.label.starts_with("conv_pad_zero") => {
+            zeros += m.work().expect("constant ranges");
+        }
+        _ => {}
+    });
+    assert_eq!(zeros, 40);
     // col: [n, c·k0·k1, o0·o1] = [1, 2·3·3, 4·4] and wmat: [m, c·k0·k1], transients.
     let col = &p.data["conv_col"];
     assert_eq!(col.static_shape(), Some(vec![1, 18, 16]));
