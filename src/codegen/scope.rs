@@ -50,9 +50,6 @@ pub(crate) struct Emitter<'a> {
     /// The clipped tile ends known not to be whole in the code being written (the `else` of a
     /// body emitted twice, see [`peel`]).
     clipped: Vec<peel::Clip>,
-    /// The next map is a work-shared construct of the region (see [`region`]): it shares its
-    /// loop from [`AWAKE_MIN_WORK`] on.
-    shared_loop: bool,
 }
 
 impl<'a> Emitter<'a> {
@@ -69,7 +66,6 @@ impl<'a> Emitter<'a> {
             unbound: BTreeSet::new(),
             lane_reductions: BTreeMap::new(),
             clipped: Vec::new(),
-            shared_loop: false,
         }
     }
 
@@ -190,8 +186,12 @@ impl<'a> Emitter<'a> {
     /// One `for` per parameter, outermost first, with the schedule's pragma; then the locals of
     /// this scope and the body.
     fn map_loops(&mut self, node: &Node, m: &MapNode) -> Result<(), CodegenError> {
-        let shared = distributes(m) || (self.shared_loop && distributes_awake(m));
-        self.shared_loop = false;
+        // A top-level map inside the region is one of its loops exactly when it reaches the
+        // awake threshold (`region::plan` makes it so); everywhere else `min_work` decides.
+        let shared = match self.in_region && self.levels.is_empty() {
+            true => distributes_awake(m),
+            false => distributes(m),
+        };
         let parallel_here = self.parallel.is_none() && shared;
         let collapse = if parallel_here {
             self.distributed_count(node.id, m)

@@ -34,7 +34,7 @@ fn indexes_writes(m: &MapNode, accesses: &[BodyAccess]) -> Vec<bool> {
 /// The order that keeps memory accesses contiguous: output parameters outermost (they can run
 /// in parallel), reductions inside them, and innermost the parameter most often indexing the
 /// last dimension of the accesses (reads count double: they dominate traffic; accesses to
-/// containers far smaller than the others do not count), ties going to the later parameter —
+/// containers far smaller than the others do not count), ties going to the earlier parameter —
 /// unless that is a reduction shorter than one vector ([`LANES`]) and an output parameter is
 /// contiguous too: a 5×5 depthwise convolution's `k1` would fill 5 of 16 lanes and sum them
 /// for every output element, where its `o1` fills them all with independent outputs (EfficientNet-B0's
@@ -68,10 +68,7 @@ pub fn loop_order(m: &MapNode, p: &Program) -> LoopOrder {
     }
     let best_of = |ks: &mut dyn Iterator<Item = usize>| {
         ks.filter(|&k| score[k] > 0)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .max_by_key(|&k| score[k])
+            .max_by_key(|&k| (score[k], std::cmp::Reverse(k)))
     };
     let short_reduction =
         |k: usize| !is_output[k] && (m.params[k].range.len().as_int()).is_some_and(|n| n < LANES);

@@ -7,7 +7,8 @@ use crate::common::{declare, elementwise_chain};
 use dmove::ir::build::{In, Out};
 use dmove::ir::text::print_exact;
 use dmove::ir::{
-    BinOp, DataKind, Graph, NodeId, NodeKind, Program, Range, Schedule, Subset, SymExpr, TExpr,
+    BinOp, DataKind, Graph, MapNode, NodeId, NodeKind, Program, Range, Schedule, Subset, SymExpr,
+    TExpr,
 };
 use dmove::transform::engine::{Checks, Engine, Layer, Outcome, Refusal};
 use dmove::transform::{
@@ -17,103 +18,101 @@ use dmove::transform::{
 
 const MAP: &[Role] = &[Role::new("map", NodeClass::Map, "the map to break")];
 
+/// A deliberately broken transformation: `rewrite` changes the program at the site map and
+/// claims to have touched only it; no precondition is checked.
+struct Broken {
+    schema: &'static Schema,
+    rewrite: fn(&mut Program, NodeId),
+}
+
+impl Transformation for Broken {
+    fn schema(&self) -> &'static Schema {
+        self.schema
+    }
+    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
+        let (id, rewrite) = (call.site[0], self.rewrite);
+        Ok(Plan::new(move |p| {
+            rewrite(p, id);
+            Ok(vec![id])
+        }))
+    }
+}
+
+/// The schema of a broken test transformation: one map as the site, no parameters.
+const fn schema(name: &'static str, level: Level, doc: &'static str) -> Schema {
+    Schema {
+        name,
+        level,
+        doc,
+        site: MAP,
+        params: &[],
+    }
+}
+
+/// Applies `f` to the body of map `id`.
+fn in_body(p: &mut Program, id: NodeId, f: impl FnOnce(&mut MapNode)) {
+    let edit = p.edit(id).expect("the site is a map");
+    if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
+        f(m);
+    }
+}
+
 /// Replaces the first tasklet's expressions in the map's body by `x + 1`: valid IR, wrong
 /// values.
-struct WrongResult;
-
-const WRONG: Schema = Schema {
-    name: "TestWrongResult",
-    level: Level::IntraOperator,
-    doc: "test only: a rewrite that computes something else",
-    site: MAP,
-    params: &[],
-};
-
-impl Transformation for WrongResult {
-    fn schema(&self) -> &'static Schema {
-        &WRONG
-    }
-    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
-        let id = call.site[0];
-        Ok(Plan::new(move |p| {
-            let edit = p.edit(id).expect("the site is a map");
-            if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
-                for idx in m.body.ordered() {
-                    if let NodeKind::Tasklet(t) = &mut m.body.node_mut(idx).kind {
-                        let input = TExpr::input(t.inputs[0].as_str());
-                        for (_, e) in &mut t.outputs {
-                            *e = TExpr::binary(BinOp::Add, input.clone(), TExpr::Const(1.0));
-                        }
-                        break;
+const WRONG_RESULT: Broken = Broken {
+    schema: &schema(
+        "TestWrongResult",
+        Level::IntraOperator,
+        "test only: a rewrite that computes something else",
+    ),
+    rewrite: |p, id| {
+        in_body(p, id, |m| {
+            for idx in m.body.ordered() {
+                if let NodeKind::Tasklet(t) = &mut m.body.node_mut(idx).kind {
+                    let input = TExpr::input(t.inputs[0].as_str());
+                    for (_, e) in &mut t.outputs {
+                        *e = TExpr::binary(BinOp::Add, input.clone(), TExpr::Const(1.0));
                     }
+                    break;
                 }
             }
-            Ok(vec![id])
-        }))
-    }
-}
+        })
+    },
+};
 
 /// Drops the declaration of every transient: the program then names undeclared containers.
-struct InvalidIr;
-
-const INVALID: Schema = Schema {
-    name: "TestInvalidIr",
-    level: Level::InterOperator,
-    doc: "test only: a rewrite that leaves an invalid program",
-    site: MAP,
-    params: &[],
+const INVALID_IR: Broken = Broken {
+    schema: &schema(
+        "TestInvalidIr",
+        Level::InterOperator,
+        "test only: a rewrite that leaves an invalid program",
+    ),
+    rewrite: |p, _| p.data.retain(|_, d| d.kind != DataKind::Transient),
 };
-
-impl Transformation for InvalidIr {
-    fn schema(&self) -> &'static Schema {
-        &INVALID
-    }
-    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
-        let id = call.site[0];
-        Ok(Plan::new(move |p| {
-            p.data.retain(|_, d| d.kind != DataKind::Transient);
-            Ok(vec![id])
-        }))
-    }
-}
 
 /// Marks the map parallel without asking whether its iterations conflict.
-struct Racy;
-
-const RACY: Schema = Schema {
-    name: "TestRacy",
-    level: Level::IntraOperator,
-    doc: "test only: parallelizes without a legality check",
-    site: MAP,
-    params: &[],
+const RACY: Broken = Broken {
+    schema: &schema(
+        "TestRacy",
+        Level::IntraOperator,
+        "test only: parallelizes without a legality check",
+    ),
+    rewrite: |p, id| in_body(p, id, |m| m.schedule = Schedule::Parallel),
 };
-
-impl Transformation for Racy {
-    fn schema(&self) -> &'static Schema {
-        &RACY
-    }
-    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
-        let id = call.site[0];
-        Ok(Plan::new(move |p| {
-            let edit = p.edit(id).expect("the site is a map");
-            if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
-                m.schedule = Schedule::Parallel;
-            }
-            Ok(vec![id])
-        }))
-    }
-}
 
 /// Disconnects the input of the innermost first tasklet under the map, leaving the map itself
 /// and every declaration as they were: only a check of the rewritten scope finds it.
-struct BrokenBody;
-
-const BROKEN_BODY: Schema = Schema {
-    name: "TestBrokenBody",
-    level: Level::IntraOperator,
-    doc: "test only: a rewrite that breaks an invariant deep inside a map",
-    site: MAP,
-    params: &[],
+const BROKEN_BODY: Broken = Broken {
+    schema: &schema(
+        "TestBrokenBody",
+        Level::IntraOperator,
+        "test only: a rewrite that breaks an invariant deep inside a map",
+    ),
+    rewrite: |p, id| {
+        in_body(p, id, |m| {
+            assert!(disconnect_a_tasklet(&mut m.body), "a tasklet under the map");
+        })
+    },
 };
 
 /// Removes the first incoming edge of the first tasklet found in `g` or its nested scopes.
@@ -133,20 +132,15 @@ fn disconnect_a_tasklet(g: &mut Graph) -> bool {
     false
 }
 
-impl Transformation for BrokenBody {
-    fn schema(&self) -> &'static Schema {
-        &BROKEN_BODY
-    }
-    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
-        let id = call.site[0];
-        Ok(Plan::new(move |p| {
-            let edit = p.edit(id).expect("the site is a map");
-            if let NodeKind::Map(m) = &mut edit.graph.node_mut(edit.idx).kind {
-                assert!(disconnect_a_tasklet(&mut m.body), "a tasklet under the map");
-            }
-            Ok(vec![id])
-        }))
-    }
+/// An element-wise chain whose first map an engine with `checks` has parallelized (a checked
+/// step), the engine, and that map as the site of the next step.
+fn parallelized_once(checks: Checks) -> (Program, Engine, [NodeId; 1]) {
+    let mut p = elementwise_chain(4, 6);
+    let mut engine = Engine::new(checks);
+    let site = [first_map(&p)];
+    let parallelize = find("Parallelize").expect("registered");
+    (engine.apply(&mut p, parallelize, &site, &Params::new())).expect("the map parallelizes");
+    (p, engine, site)
 }
 
 /// The first top-level map of `p`.
@@ -203,7 +197,7 @@ fn refused(p: &mut Program, t: &dyn Transformation, checks: Checks) -> Refusal {
 #[test]
 fn wrong_numerics_are_refused_by_the_numerics_layer() {
     let mut p = elementwise_chain(4, 6);
-    let r = refused(&mut p, &WrongResult, Checks::default());
+    let r = refused(&mut p, &WRONG_RESULT, Checks::default());
     assert!(matches!(r, Refusal::Numerics { .. }), "{r:?}");
     assert_eq!(r.layer(), Some(Layer::Numerics));
     let text = r.to_string();
@@ -217,14 +211,10 @@ fn wrong_numerics_are_refused_by_the_numerics_layer() {
 fn wrong_numerics_are_refused_when_the_original_s_outputs_come_from_the_step_before() {
     // The first step's rewritten region is the next step's original: its outputs are kept, not
     // recomputed, and the wrong rewrite after it must still be refused against them.
-    let mut p = elementwise_chain(4, 6);
-    let mut engine = Engine::new(Checks::default());
-    let site = [first_map(&p)];
-    let parallelize = find("Parallelize").expect("registered");
-    (engine.apply(&mut p, parallelize, &site, &Params::new())).expect("the map parallelizes");
+    let (mut p, mut engine, site) = parallelized_once(Checks::default());
     let before = print_exact(&p);
     let r = engine
-        .apply(&mut p, &WrongResult, &site, &Params::new())
+        .apply(&mut p, &WRONG_RESULT, &site, &Params::new())
         .expect_err("a wrong result must be refused");
     assert!(matches!(r, Refusal::Numerics { .. }), "{r:?}");
     assert_eq!(
@@ -248,7 +238,7 @@ fn wrong_numerics_pass_only_when_the_user_lowered_numerics_and_the_step_says_so(
     let site = [first_map(&p)];
     let checks = Checks::default().lower(Layer::Numerics, "test: accepted on purpose");
     let step = Engine::new(checks)
-        .apply(&mut p, &WrongResult, &site, &Params::new())
+        .apply(&mut p, &WRONG_RESULT, &site, &Params::new())
         .expect("numerics lowered");
     let numerics = step.checks.iter().find(|c| c.layer == Layer::Numerics);
     assert_eq!(
@@ -271,7 +261,7 @@ fn invalid_ir_is_refused_by_the_structural_layer_even_with_everything_lowered() 
         .lower(Layer::Numerics, "test")
         .lower(Layer::Legality, "test")
         .lower(Layer::Structural, "cannot be lowered");
-    let r = refused(&mut p, &InvalidIr, checks);
+    let r = refused(&mut p, &INVALID_IR, checks);
     assert!(matches!(r, Refusal::Invalid { .. }), "{r:?}");
     assert_eq!(r.layer(), Some(Layer::Structural));
     assert!(r.to_string().contains("produced an invalid program"), "{r}");
@@ -292,7 +282,7 @@ fn an_invariant_broken_deep_inside_a_map_is_found_by_the_check_of_what_changed()
         .expect("tiling applies");
     let before = print_exact(&p);
     let r = engine
-        .apply(&mut p, &BrokenBody, &site, &Params::new())
+        .apply(&mut p, &BROKEN_BODY, &site, &Params::new())
         .expect_err("a broken body must be refused");
     assert!(matches!(r, Refusal::Invalid { .. }), "{r:?}");
     assert_eq!(
@@ -304,47 +294,28 @@ fn an_invariant_broken_deep_inside_a_map_is_found_by_the_check_of_what_changed()
 
 /// Shrinks every transient to one row: no node changes, but every access to them now reaches
 /// outside its container.
-struct ShrunkDeclarations;
-
-const SHRUNK: Schema = Schema {
-    name: "TestShrunkDeclarations",
-    level: Level::InterOperator,
-    doc: "test only: a rewrite that changes declarations and no node",
-    site: MAP,
-    params: &[],
+const SHRUNK_DECLARATIONS: Broken = Broken {
+    schema: &schema(
+        "TestShrunkDeclarations",
+        Level::InterOperator,
+        "test only: a rewrite that changes declarations and no node",
+    ),
+    rewrite: |p, _| {
+        for d in (p.data.values_mut()).filter(|d| d.kind == DataKind::Transient) {
+            d.shape[0] = SymExpr::Int(1);
+        }
+    },
 };
-
-impl Transformation for ShrunkDeclarations {
-    fn schema(&self) -> &'static Schema {
-        &SHRUNK
-    }
-    fn plan(&self, call: Call) -> Result<Plan, NotApplicable> {
-        let id = call.site[0];
-        Ok(Plan::new(move |p| {
-            for d in p
-                .data
-                .values_mut()
-                .filter(|d| d.kind == DataKind::Transient)
-            {
-                d.shape[0] = SymExpr::Int(1);
-            }
-            Ok(vec![id])
-        }))
-    }
-}
 
 #[test]
 fn a_declaration_changed_under_unchanged_nodes_is_found_by_the_check_of_what_changed() {
     // After a checked step the engine checks only what the next one changed; a step that only
     // changes declarations changes no node, so the check must reach the accesses to them.
-    let mut p = elementwise_chain(4, 6);
-    let mut engine = Engine::new(Checks::default().lower(Layer::Numerics, "test"));
-    let site = [first_map(&p)];
-    let parallelize = find("Parallelize").expect("registered");
-    (engine.apply(&mut p, parallelize, &site, &Params::new())).expect("the map parallelizes");
+    let (mut p, mut engine, site) =
+        parallelized_once(Checks::default().lower(Layer::Numerics, "test"));
     let before = print_exact(&p);
     let r = engine
-        .apply(&mut p, &ShrunkDeclarations, &site, &Params::new())
+        .apply(&mut p, &SHRUNK_DECLARATIONS, &site, &Params::new())
         .expect_err("accesses outside their containers must be refused");
     assert!(matches!(r, Refusal::Invalid { .. }), "{r:?}");
     assert!(r.to_string().contains("outside 0..1"), "{r}");
@@ -358,7 +329,7 @@ fn a_declaration_changed_under_unchanged_nodes_is_found_by_the_check_of_what_cha
 #[test]
 fn a_data_race_is_refused_by_the_legality_layer() {
     let mut p = last_element();
-    let r = refused(&mut p, &Racy, Checks::default());
+    let r = refused(&mut p, &RACY, Checks::default());
     match &r {
         Refusal::Race { node, reason, .. } => {
             assert_eq!(*node, first_map(&p));
@@ -378,7 +349,7 @@ fn a_race_passes_only_with_legality_lowered_and_is_recorded_as_waived() {
     let site = [first_map(&p)];
     let checks = Checks::default().lower(Layer::Legality, "test: known race");
     let step = Engine::new(checks)
-        .apply(&mut p, &Racy, &site, &Params::new())
+        .apply(&mut p, &RACY, &site, &Params::new())
         .expect("legality lowered");
     let legality = step.checks.iter().find(|c| c.layer == Layer::Legality);
     match legality.map(|c| &c.outcome) {

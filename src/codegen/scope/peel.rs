@@ -49,12 +49,7 @@ impl Emitter<'_> {
             return None;
         }
         let range = &m.params.last()?.range;
-        let clip = clip_of(&range.end, &|e| {
-            (e.clone() - range.start.clone())
-                .simplify()
-                .as_int()
-                .is_some()
-        })?;
+        let clip = clip_of(&range.end, &|e| constant_apart(e, &range.start))?;
         if self.clipped.contains(&clip) {
             return None;
         }
@@ -81,12 +76,7 @@ impl Emitter<'_> {
         params: &[MapParam],
     ) -> Result<(), CodegenError> {
         let owned = |e: &SymExpr| {
-            (params.iter()).any(|p| {
-                (e.clone() - SymExpr::sym(p.name.as_str()))
-                    .simplify()
-                    .as_int()
-                    .is_some()
-            })
+            (params.iter()).any(|p| constant_apart(e, &SymExpr::sym(p.name.as_str())))
         };
         let mut clips: Vec<Clip> = Vec::new();
         nested_clips(body, &owned, &mut clips);
@@ -119,6 +109,11 @@ impl Emitter<'_> {
             .collect();
         format!("if ({}) {{", tests.join(" && "))
     }
+}
+
+/// Whether `a − b` is a constant (`t + 32` and `t`).
+fn constant_apart(a: &SymExpr, b: &SymExpr) -> bool {
+    (a - b).as_int().is_some()
 }
 
 /// `end` as a clip when it is `min(a, b)` with `whole(a)` or `whole(b)`.

@@ -292,7 +292,6 @@ impl Emitter<'_> {
             match construct {
                 Construct::Loop(idx) => {
                     self.nowait = nowait;
-                    self.shared_loop = true;
                     self.node(g, idx)?;
                 }
                 Construct::Single(nodes) => {
