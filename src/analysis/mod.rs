@@ -51,6 +51,7 @@ pub mod shards;
 pub mod stats;
 pub mod svg;
 pub mod trace;
+mod walk;
 
 pub use collect::{analyze, Options};
 pub use report::Report;

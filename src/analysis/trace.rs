@@ -4,7 +4,7 @@
 //! top-level nodes in `Graph::ordered()`, map parameters nested in order, and per tasklet
 //! execution its plain reads in in-edge order, then its element reads, then its writes in out-edge
 //! order; a write with write-conflict resolution is a read and a write of the element. Both walk
-//! the same compiled plans (`interp::plan`). Programs with library nodes are analyzed after
+//! the same compiled plans (`interp::plan`); [`super::walk`] streams them. Programs with library nodes are analyzed after
 //! lowering a copy.
 //!
 //! An element read (`conn[i, j]`) reads one element at an index computed from data, which a trace
@@ -12,9 +12,9 @@
 //! subset (none when the subset is empty, since no such read can succeed). See the module docs of
 //! `analysis` for what this approximation means for the figures.
 
+use super::walk::Walker;
 use super::{AccessSource, AnalysisError, ArrayInfo, NodeInfo, Sink};
-use crate::interp::plan::{flat_offset, walk, CIdx, Compiler, Step, TaskletStep, MAX_SLOTS};
-use crate::interp::InterpError;
+use crate::interp::plan::{Compiler, Step, MAX_SLOTS};
 use crate::ir::{Graph, NodeId, NodeKind, Program, SymEnv, TExpr};
 use crate::ops::expand::expand_all;
 use std::collections::BTreeMap;
@@ -104,25 +104,6 @@ impl IrTrace {
         })
     }
 
-    /// The flat offset of the element of container `data` at indices `dims`.
-    fn offset<'a>(
-        &self,
-        node: NodeId,
-        data: usize,
-        dims: impl ExactSizeIterator<Item = &'a CIdx> + Clone,
-        s: &[i64],
-    ) -> Result<u64, InterpError> {
-        let shape = &self.shapes[data];
-        flat_offset(dims, s, shape)
-            .map(|o| o as u64)
-            .map_err(|index| InterpError::OutOfBounds {
-                node,
-                data: self.arrays[data].name.clone(),
-                index,
-                shape: shape.clone(),
-            })
-    }
-
     /// Bytes moved by the program: the sum over its top-level nodes of their outer memlets'
     /// volume times element size (the `bytes_moved` total of `dmove analyze`'s report), known
     /// without streaming the trace; the error names a node whose volume is not a constant.
@@ -157,33 +138,8 @@ impl AccessSource for IrTrace {
     fn stream(&self, sink: &mut dyn Sink) -> Result<(), AnalysisError> {
         let mut slots = vec![0i64; MAX_SLOTS];
         for (k, step) in self.steps.iter().enumerate() {
-            // Consecutive executions are mostly of the same tasklet: remember its FLOPs.
-            let mut flops = (NodeId(u32::MAX), 0u64);
-            walk(step, &mut slots, &mut |t: &TaskletStep, s: &[i64]| {
-                for a in &t.inputs {
-                    let off = self.offset(t.node, a.data, a.dims.iter(), s)?;
-                    sink.access(k, a.data, off, false);
-                }
-                for w in t.windows.iter().filter(|w| !w.is_empty(s)) {
-                    let off = self.offset(t.node, w.data, w.start(), s)?;
-                    sink.access(k, w.data, off, false);
-                }
-                for (a, wcr, _) in &t.outputs {
-                    let off = self.offset(t.node, a.data, a.dims.iter(), s)?;
-                    if wcr.is_some() {
-                        sink.access(k, a.data, off, false);
-                    }
-                    sink.access(k, a.data, off, true);
-                }
-                if flops.0 != t.node {
-                    flops = (
-                        t.node,
-                        self.tasklet_flops.get(&t.node).copied().unwrap_or(0),
-                    );
-                }
-                sink.flops(k, flops.1);
-                Ok::<(), InterpError>(())
-            })?;
+            let mut w = Walker::new(&self.arrays, &self.shapes, &self.tasklet_flops, k, sink);
+            w.step(step, &mut slots)?;
         }
         Ok(())
     }

@@ -27,6 +27,17 @@ pub(crate) enum CIdx {
         terms: Vec<(usize, i64)>,
         constant: i64,
     },
+    /// An affine index clamped into a window (`max(min(p, hi), lo)` or `min(max(p, lo), hi)`),
+    /// what padded convolutions and pools read at: evaluated without walking a tree.
+    Clamped {
+        terms: Vec<(usize, i64)>,
+        constant: i64,
+        /// The bound applied first, then the outer one.
+        inner: i64,
+        outer: i64,
+        /// `max(min(p, inner), outer)`; else `min(max(p, inner), outer)`.
+        max_outside: bool,
+    },
     Tree(CTree),
 }
 
@@ -45,12 +56,32 @@ pub(crate) enum CTree {
 impl CIdx {
     pub(crate) fn eval(&self, s: &[i64]) -> Option<i64> {
         match self {
-            CIdx::Affine { terms, constant } => {
-                Some(terms.iter().fold(*constant, |acc, (slot, c)| {
-                    acc.wrapping_add(c.wrapping_mul(s[*slot]))
-                }))
+            CIdx::Affine { terms, constant } => Some(affine(terms, *constant, s)),
+            CIdx::Clamped {
+                terms,
+                constant,
+                inner,
+                outer,
+                max_outside,
+            } => {
+                let v = affine(terms, *constant, s);
+                Some(if *max_outside {
+                    v.min(*inner).max(*outer)
+                } else {
+                    v.max(*inner).min(*outer)
+                })
             }
             CIdx::Tree(t) => t.eval(s),
+        }
+    }
+
+    /// Whether the value can change with slot `slot` alone.
+    pub(crate) fn uses(&self, slot: usize) -> bool {
+        match self {
+            CIdx::Affine { terms, .. } | CIdx::Clamped { terms, .. } => {
+                terms.iter().any(|&(s, c)| s == slot && c != 0)
+            }
+            CIdx::Tree(t) => t.uses(slot),
         }
     }
 
@@ -63,7 +94,26 @@ impl CIdx {
     }
 }
 
+/// `constant + Σ coefficient · slot`.
+#[inline]
+fn affine(terms: &[(usize, i64)], constant: i64, s: &[i64]) -> i64 {
+    terms.iter().fold(constant, |acc, (slot, c)| {
+        acc.wrapping_add(c.wrapping_mul(s[*slot]))
+    })
+}
+
 impl CTree {
+    fn uses(&self, slot: usize) -> bool {
+        match self {
+            CTree::Int(_) => false,
+            CTree::Slot(s) => *s == slot,
+            CTree::Add(t) | CTree::Mul(t) => t.iter().any(|x| x.uses(slot)),
+            CTree::FloorDiv(a, b) | CTree::Mod(a, b) | CTree::Min(a, b) | CTree::Max(a, b) => {
+                a.uses(slot) || b.uses(slot)
+            }
+        }
+    }
+
     fn eval(&self, s: &[i64]) -> Option<i64> {
         Some(match self {
             CTree::Int(v) => *v,
@@ -363,16 +413,50 @@ impl<'e> Compiler<'e> {
     fn idx(&self, id: NodeId, e: &SymExpr) -> Result<CIdx, InterpError> {
         let e = e.substitute_all(&|s| self.env.get(s).map(|v| SymExpr::Int(*v)));
         let names: Vec<&str> = self.slots.iter().map(String::as_str).collect();
-        if let Some((coeffs, rest)) = e.affine_in(&names) {
-            if let Some(constant) = rest.as_int() {
-                let terms = coeffs
-                    .into_iter()
-                    .map(|(n, c)| (self.slot(&n), c))
-                    .collect();
-                return Ok(CIdx::Affine { terms, constant });
-            }
+        if let Some((terms, constant)) = self.affine(&e, &names) {
+            return Ok(CIdx::Affine { terms, constant });
+        }
+        if let Some(clamped) = self.clamped(&e, &names) {
+            return Ok(clamped);
         }
         Ok(CIdx::Tree(self.tree(id, &e)?))
+    }
+
+    /// `e` as coefficients of parameter slots and a constant, when it is affine in them.
+    fn affine(&self, e: &SymExpr, names: &[&str]) -> Option<(Vec<(usize, i64)>, i64)> {
+        let (coeffs, rest) = e.affine_in(names)?;
+        let constant = rest.as_int()?;
+        let terms = coeffs
+            .into_iter()
+            .map(|(n, c)| (self.slot(&n), c))
+            .collect();
+        Some((terms, constant))
+    }
+
+    /// `e` as [`CIdx::Clamped`] when it is an affine index between two constant bounds.
+    fn clamped(&self, e: &SymExpr, names: &[&str]) -> Option<CIdx> {
+        let bounded = |a: &SymExpr, b: &SymExpr| match (a.as_int(), b.as_int()) {
+            (None, Some(v)) => Some((a.clone(), v)),
+            (Some(v), None) => Some((b.clone(), v)),
+            _ => None,
+        };
+        let (max_outside, (inside, outer)) = match e {
+            SymExpr::Max(a, b) => (true, bounded(a, b)?),
+            SymExpr::Min(a, b) => (false, bounded(a, b)?),
+            _ => return None,
+        };
+        let (p, inner) = match (&inside, max_outside) {
+            (SymExpr::Min(a, b), true) | (SymExpr::Max(a, b), false) => bounded(a, b)?,
+            _ => return None,
+        };
+        let (terms, constant) = self.affine(&p, names)?;
+        Some(CIdx::Clamped {
+            terms,
+            constant,
+            inner,
+            outer,
+            max_outside,
+        })
     }
 
     /// The innermost slot holding parameter `name`.
