@@ -1,5 +1,6 @@
 //! Running a source's accesses through the reuse-distance engine.
 
+use super::caches::Caches;
 use super::report::Report;
 use super::reuse::ReuseEngine;
 use super::shards::Sampler;
@@ -20,6 +21,8 @@ pub struct Options {
     pub only: Option<BTreeSet<String>>,
     /// SHARDS sampling rate in (0, 1]; `None` measures exactly.
     pub sample: Option<f64>,
+    /// Count each cache level's misses; needs `line` to be the caches' line size.
+    pub caches: Option<Caches>,
 }
 
 impl Options {
@@ -72,6 +75,8 @@ struct Collector {
     /// Other locations in a measured distance stand for this many (1/rate when sampling).
     stretch: f64,
     engine: ReuseEngine,
+    /// Each cache level's capacity in lines, innermost first (empty without caches).
+    capacities: Vec<u64>,
     parts: Parts,
 }
 
@@ -82,6 +87,15 @@ impl Collector {
             return Err(AnalysisError::BadOption(
                 "the cache-line size must be a positive number of bytes".into(),
             ));
+        }
+        if let Some(c) = &opts.caches {
+            if opts.line != Some(c.line_bytes()) {
+                return Err(AnalysisError::BadOption(format!(
+                    "the caches have {}-byte lines: analyze at that granularity (`--line {}`)",
+                    c.line_bytes(),
+                    c.line_bytes()
+                )));
+            }
         }
         if let Some(only) = &opts.only {
             if let Some(bad) = only.iter().find(|n| !arrays.iter().any(|a| &a.name == *n)) {
@@ -122,6 +136,7 @@ impl Collector {
             stretch: 1.0 / sampler.map_or(1.0, |s| s.rate()),
             sampler,
             engine,
+            capacities: opts.caches.as_ref().map_or(Vec::new(), Caches::capacities),
             parts: Parts {
                 total: Dmd::default(),
                 nodes: vec![Dmd::default(); src.nodes().len()],
@@ -149,7 +164,7 @@ impl Sink for Collector {
         let r = self.engine.access(addr);
         // The location itself is always counted; the others stand for 1/rate locations each.
         let distance = 1.0 + (r.distance - 1) as f64 * self.stretch;
-        let cost = Cost::of(distance, r.first);
+        let cost = Cost::of(distance, r.first).in_caches(distance, &self.capacities);
         self.parts.total.record(&cost, write);
         self.parts.nodes[node].record(&cost, write);
         self.parts.arrays[array].record(&cost, write);

@@ -41,8 +41,10 @@
 //! reuse distances usually come out smaller (exact when every index is 0). Treat the DMD of
 //! programs with element reads as an approximation.
 
+pub mod caches;
 pub mod choose;
 pub mod collect;
+pub mod cost;
 pub mod fit;
 pub mod kernels;
 pub mod report;
@@ -127,6 +129,9 @@ pub enum AnalysisError {
     UnknownArray(String, String),
     #[error("{0}")]
     BadOption(String),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Caches(#[from] caches::CachesError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     UnknownTransformation(#[from] crate::transform::UnknownTransformation),

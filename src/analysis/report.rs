@@ -1,6 +1,8 @@
 //! The result of an analysis: per program, per node and per array, serializable and printable.
 
+use super::caches::Caches;
 use super::collect::{Options, Parts};
+use super::cost::CostModel;
 use super::stats::{Dmd, MissRatio};
 use super::AccessSource;
 use crate::ir::NodeId;
@@ -23,6 +25,9 @@ pub struct Entry {
     pub bytes_moved: Option<u64>,
     /// FLOPs per byte moved by memlets.
     pub intensity: Option<f64>,
+    /// The cost model's time for these accesses (see [`Report::estimate`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_ms: Option<f64>,
 }
 
 impl Entry {
@@ -44,7 +49,39 @@ impl Entry {
                 .zip(bytes)
                 .filter(|(_, b)| *b > 0)
                 .map(|(f, b)| f as f64 / b as f64),
+            estimated_ms: None,
         }
+    }
+}
+
+/// What one cache level takes from the level below it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LevelTraffic {
+    pub name: String,
+    pub size_bytes: u64,
+    /// Accesses that miss this level (and every level inside it).
+    pub misses: u64,
+    /// `misses / accesses`.
+    pub miss_ratio: f64,
+    /// `misses × line`: bytes brought into this level; the last level's is the DRAM traffic.
+    pub bytes: u64,
+}
+
+impl LevelTraffic {
+    /// The traffic of every level of `caches` for accesses `d`.
+    pub fn of(caches: &Caches, d: &Dmd) -> Vec<LevelTraffic> {
+        (caches.levels.iter().enumerate())
+            .map(|(k, l)| {
+                let misses = d.level_misses.get(k).copied().unwrap_or(0);
+                LevelTraffic {
+                    name: l.name.clone(),
+                    size_bytes: l.size_bytes,
+                    misses,
+                    miss_ratio: misses as f64 / d.accesses.max(1) as f64,
+                    bytes: misses * l.line_bytes,
+                }
+            })
+            .collect()
     }
 }
 
@@ -62,6 +99,12 @@ pub struct Report {
     pub total: Entry,
     /// LRU miss ratio at power-of-two capacities (in locations of the granularity).
     pub miss_ratio: Vec<MissRatio>,
+    /// The cache hierarchy modelled, when one was (`--machine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches: Option<Caches>,
+    /// The program's traffic at each cache level, innermost first (with `caches`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelTraffic>,
     pub nodes: Vec<Entry>,
     pub arrays: Vec<Entry>,
 }
@@ -94,6 +137,9 @@ impl Report {
             only: opts.only.as_ref().map(|o| o.iter().cloned().collect()),
             sample_rate,
             miss_ratio: parts.total.miss_ratio_curve(),
+            levels: (opts.caches.as_ref())
+                .map_or(Vec::new(), |c| LevelTraffic::of(c, &parts.total)),
+            caches: opts.caches.clone(),
             total: Entry::new(
                 &src.name(),
                 None,
@@ -103,6 +149,17 @@ impl Report {
             ),
             nodes,
             arrays,
+        }
+    }
+
+    /// Adds `model`'s time estimate to the program and each node; the analysis must have
+    /// counted the model's caches (`Options::caches`), else nothing is added.
+    pub fn estimate(&mut self, model: &CostModel) {
+        if self.caches.as_ref() != Some(&model.caches) {
+            return;
+        }
+        for e in std::iter::once(&mut self.total).chain(self.nodes.iter_mut()) {
+            e.estimated_ms = Some(model.estimate_ms(&e.stats));
         }
     }
 
@@ -134,6 +191,35 @@ impl Report {
         out.push_str(&table(&self.arrays));
         out.push_str("\nprogram:\n");
         out.push_str(&table(std::slice::from_ref(t)));
+        if let Some(ms) = self.total.estimated_ms {
+            let _ = writeln!(
+                out,
+                "\nestimated time {ms:.3} ms on one thread (accesses and misses × this machine's measured costs)"
+            );
+        }
+        if let Some(c) = &self.caches {
+            let _ = writeln!(
+                out,
+                "\ncaches ({}; fully associative LRU, no write-backs):",
+                c.source
+            );
+            let _ = writeln!(
+                out,
+                "  {:<6} {:>12} {:>14} {:>10} {:>14}",
+                "level", "size", "misses", "miss ratio", "MB in"
+            );
+            for l in &self.levels {
+                let _ = writeln!(
+                    out,
+                    "  {:<6} {:>12} {:>14} {:>10.4} {:>14.3}",
+                    l.name,
+                    l.size_bytes,
+                    l.misses,
+                    l.miss_ratio,
+                    l.bytes as f64 / 1e6
+                );
+            }
+        }
         out.push_str("\nLRU miss ratio by capacity:\n");
         for m in &self.miss_ratio {
             let _ = writeln!(out, "  {:>12}  {:.4}", m.capacity, m.ratio);

@@ -8,6 +8,8 @@ pub struct Cost {
     sqrt: f64,
     bin: usize,
     first: bool,
+    /// Cache levels the access misses, innermost first (see [`super::caches`]).
+    missed: usize,
 }
 
 impl Cost {
@@ -18,7 +20,21 @@ impl Cost {
             sqrt: distance.sqrt(),
             bin: log_bin(distance),
             first,
+            missed: 0,
         }
+    }
+
+    /// The same cost, for a hierarchy of `capacities` (in locations, innermost first): the
+    /// access misses every level smaller than its distance, and every level when it is a first
+    /// access.
+    #[inline]
+    pub fn in_caches(mut self, distance: f64, capacities: &[u64]) -> Self {
+        self.missed = if self.first {
+            capacities.len()
+        } else {
+            capacities.partition_point(|&c| (c as f64) < distance)
+        };
+        self
     }
 }
 
@@ -44,6 +60,10 @@ pub struct Dmd {
     pub dmd_cold: f64,
     /// Warm accesses per log bin of reuse distance (see [`log_bin`]).
     pub histogram: Vec<u64>,
+    /// Misses per cache level, innermost first, when the analysis models caches (trailing
+    /// levels without a miss are left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub level_misses: Vec<u64>,
 }
 
 /// One point of the LRU miss-ratio curve.
@@ -70,6 +90,12 @@ impl Dmd {
         } else {
             self.reads += 1;
         }
+        if self.level_misses.len() < cost.missed {
+            self.level_misses.resize(cost.missed, 0);
+        }
+        for m in &mut self.level_misses[..cost.missed] {
+            *m += 1;
+        }
         if cost.first {
             self.first_accesses += 1;
             self.dmd_cold += cost.sqrt;
@@ -91,6 +117,7 @@ impl Dmd {
         s(&mut self.writes);
         s(&mut self.first_accesses);
         self.histogram.iter_mut().for_each(s);
+        self.level_misses.iter_mut().for_each(s);
         self.dmd_warm *= factor;
         self.dmd_cold *= factor;
     }

@@ -4,6 +4,7 @@
 //! measured side by side; the median of the repetitions is the headline figure because the
 //! machine is shared and noisy (min and max are kept to show the spread).
 
+pub mod calibrate;
 pub mod load;
 pub mod machine;
 pub mod peer;

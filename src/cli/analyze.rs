@@ -4,7 +4,9 @@ use super::recipe::{optimize, WithRecipe};
 use super::{
     load_program, output_path, parse_node_id, print_json, write_output, Bindings, CliError,
 };
+use crate::analysis::caches::Caches;
 use crate::analysis::choose::{choose_by_dmd, tile_candidates};
+use crate::analysis::cost::CostModel;
 use crate::analysis::fit::sweep;
 use crate::analysis::kernels::Kernel;
 use crate::analysis::trace::IrTrace;
@@ -38,6 +40,15 @@ pub struct AnalyzeArgs {
     /// SHARDS spatial sampling rate in (0, 1] for very long traces (estimates).
     #[arg(long, value_name = "RATE")]
     pub sample: Option<f64>,
+    /// Count each cache level's misses and traffic (DRAM included) at line granularity: this
+    /// machine's caches (no value, or `auto`), or the ones a JSON file describes
+    /// (`{"levels": [{"name": "L1d", "size_bytes": 49152, "line_bytes": 64}, …]}`).
+    #[arg(long, value_name = "CACHES.json", num_args = 0..=1, default_missing_value = "auto")]
+    pub machine: Option<PathBuf>,
+    /// Measure this machine's costs again (about ten seconds) instead of using the kept ones;
+    /// with `--machine` and no file, the report estimates the time from them.
+    #[arg(long, requires = "machine")]
+    pub calibrate: bool,
     /// Print the report (or the sweep, or the tile choice) as JSON.
     #[arg(long)]
     pub json: bool,
@@ -103,10 +114,16 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
                     .into(),
             )),
         };
+    let caches = match &args.machine {
+        None => None,
+        Some(p) if p.as_os_str() == "auto" => Some(Caches::detect().map_err(AnalysisError::from)?),
+        Some(p) => Some(Caches::from_file(p).map_err(AnalysisError::from)?),
+    };
     let opts = Options {
-        line: args.line,
+        line: args.line.or(caches.as_ref().map(Caches::line_bytes)),
         only: (!args.only.is_empty()).then(|| args.only.iter().cloned().collect()),
         sample: args.sample,
+        caches,
     };
     if let Some(map) = &args.choose_tile {
         let Subject::Program(p) = subject else {
@@ -126,11 +143,44 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
     if let (Some(recipe), Some(model)) = (&args.with.recipe, &args.model) {
         return compare(args, model, recipe, &opts);
     }
-    let report = run_analysis(subject.source(None)?.as_ref(), &opts)?;
+    let mut report = run_analysis(subject.source(None)?.as_ref(), &opts)?;
+    if let Some(model) = cost_model(args)? {
+        report.estimate(&model);
+    }
     if let Some(path) = &args.plot {
         write_output(path, crate::analysis::svg::plot(&report).as_bytes())?;
     }
     emit(args.json, &report, &report.render())
+}
+
+/// This machine's cost model when `--machine` names no file (another machine's costs cannot
+/// be measured here), calibrated now when none is kept or `--calibrate` asks.
+fn cost_model(args: &AnalyzeArgs) -> Result<Option<CostModel>, CliError> {
+    if args.machine.as_deref() != Some(Path::new("auto")) {
+        return Ok(None);
+    }
+    let caches = Caches::detect().map_err(AnalysisError::from)?;
+    let (model, measured) = crate::bench::calibrate::cost_model(&caches, args.calibrate)?;
+    if measured {
+        eprintln!(
+            "calibrated this machine's costs: {:.4} ns per access, per miss {}; probes (working set: measured → modelled ms) {}",
+            model.access_ns,
+            (model.caches.levels.iter().zip(&model.miss_ns))
+                .map(|(l, ns)| format!("{} {ns:.3} ns", l.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+            (model.probes.iter())
+                .map(|p| format!(
+                    "{} KiB: {:.3} → {:.3}",
+                    p.working_set_bytes >> 10,
+                    p.measured_ns / 1e6,
+                    p.modelled_ns / 1e6
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(Some(model))
 }
 
 /// The naive lowering of `model` against the model after `recipe`: both reports, and the

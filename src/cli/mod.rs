@@ -116,6 +116,9 @@ pub enum CliError {
     Workload(#[from] crate::bench::workload::WorkloadError),
     #[error(transparent)]
     #[diagnostic(transparent)]
+    Calibrate(#[from] crate::bench::calibrate::CalibrateError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
     Refused(#[from] crate::transform::engine::Refusal),
     #[error(transparent)]
     #[diagnostic(transparent)]
