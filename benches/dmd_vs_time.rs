@@ -323,7 +323,7 @@ fn score(v: Variant, caches: &Caches, model: &CostModel, reps: usize) -> (Scored
         name: v.name,
         dmd_elements: e.total.dmd,
         dmd_lines: l.total.dmd,
-        estimate_ms: model.estimate_ms(&l.total.stats),
+        estimate_ms: model.estimate_ms(&l.total),
         time_ms: Stats::from_samples(&samples).expect("samples").median_ms,
     };
     (scored, p)
@@ -398,14 +398,7 @@ fn main() {
         .unwrap_or_default();
     let caches = Caches::detect().expect("this machine's caches");
     let (model, _) = cost_model(&caches, false).expect("calibrates");
-    println!(
-        "cost model: {:.4} ns per access; per miss {}\n",
-        model.access_ns,
-        (caches.levels.iter().zip(&model.miss_ns))
-            .map(|(l, ns)| format!("{} {ns:.3} ns", l.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    println!("cost model (ns): {}\n", model.describe());
     let mut all: Vec<Vec<Scored>> = Vec::new();
     for (name, build) in families() {
         if !keep.is_empty() && !keep.iter().any(|k| name.contains(k.as_str())) {

@@ -10,7 +10,9 @@
 //!
 //! The levels are read from Linux's sysfs (`/sys/devices/system/cpu/cpu0/cache`: data and
 //! unified caches) or from a JSON file of the same shape as the `caches` of a report, for
-//! another machine or what-if studies.
+//! another machine or what-if studies. The data TLB is modelled the same way at page
+//! granularity: an access misses it when more distinct pages than it holds were touched since
+//! its page was (what makes a column walk of a large matrix slow even when its lines are cached).
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -33,6 +35,13 @@ pub struct CacheLevel {
     pub shared_by: Option<u64>,
 }
 
+/// The data TLB: address translations of `entries` pages, fully associative LRU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tlb {
+    pub entries: u64,
+    pub page_bytes: u64,
+}
+
 /// A machine's data-cache hierarchy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caches {
@@ -40,6 +49,9 @@ pub struct Caches {
     pub source: String,
     /// Innermost first; sizes strictly increasing, one line size.
     pub levels: Vec<CacheLevel>,
+    /// The TLB, when known (`/proc/cpuinfo`'s `TLB size` on AMD machines, or the file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb: Option<Tlb>,
 }
 
 /// Why a cache description could not be read.
@@ -58,9 +70,13 @@ pub enum CachesError {
 }
 
 impl Caches {
-    /// This machine's caches, from sysfs.
+    /// This machine's caches, from sysfs, and its TLB from `/proc/cpuinfo` when it says.
     pub fn detect() -> Result<Caches, CachesError> {
-        Caches::from_sysfs(Path::new(SYSFS))
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        Ok(Caches {
+            tlb: tlb_in(&cpuinfo),
+            ..Caches::from_sysfs(Path::new(SYSFS))?
+        })
     }
 
     /// The data and unified caches described under `dir` (`index0`, `index1`, …).
@@ -113,6 +129,7 @@ impl Caches {
         Caches {
             source: dir.display().to_string(),
             levels,
+            tlb: None,
         }
         .validated(dir)
     }
@@ -126,6 +143,8 @@ impl Caches {
         #[derive(Deserialize)]
         struct File {
             levels: Vec<CacheLevel>,
+            #[serde(default)]
+            tlb: Option<Tlb>,
         }
         let f: File = serde_json::from_str(&text).map_err(|e| CachesError::Invalid {
             path: path.to_path_buf(),
@@ -134,6 +153,7 @@ impl Caches {
         Caches {
             source: path.display().to_string(),
             levels: f.levels,
+            tlb: f.tlb,
         }
         .validated(path)
     }
@@ -158,6 +178,17 @@ impl Caches {
         let Some(first) = self.levels.first() else {
             return Err(invalid("no data cache is described".into()));
         };
+        if let Some(t) = &self.tlb {
+            if t.entries == 0
+                || t.page_bytes < first.line_bytes
+                || t.page_bytes % first.line_bytes != 0
+            {
+                return Err(invalid(format!(
+                    "the TLB must hold at least one page of whole lines ({} entries of {} bytes)",
+                    t.entries, t.page_bytes
+                )));
+            }
+        }
         let line = first.line_bytes;
         for (k, l) in self.levels.iter().enumerate() {
             if l.line_bytes == 0 || l.line_bytes != line {
@@ -181,6 +212,18 @@ impl Caches {
         }
         Ok(self)
     }
+}
+
+/// The TLB a `/proc/cpuinfo` text describes (`TLB size : 3072 4K pages`).
+fn tlb_in(cpuinfo: &str) -> Option<Tlb> {
+    let line = cpuinfo.lines().find(|l| l.starts_with("TLB size"))?;
+    let mut words = line.split_once(':')?.1.split_whitespace();
+    let entries = words.next()?.parse().ok()?;
+    let page_bytes = parse_size(words.next()?)?;
+    Some(Tlb {
+        entries,
+        page_bytes,
+    })
 }
 
 /// `48K`, `1024K`, `32M`, `512` (bytes) as bytes.
@@ -293,5 +336,14 @@ mod tests {
         assert_eq!(cpus_in("0-3,8"), Some(5));
         assert_eq!(cpus_in("0"), Some(1));
         assert_eq!(cpus_in("3-1"), None);
+        let tlb = tlb_in("model name\t: AMD EPYC\nTLB size\t: 3072 4K pages\n");
+        assert_eq!(
+            tlb,
+            Some(Tlb {
+                entries: 3072,
+                page_bytes: 4096
+            })
+        );
+        assert_eq!(tlb_in("flags\t: fpu\n"), None);
     }
 }

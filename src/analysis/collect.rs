@@ -3,9 +3,10 @@
 use super::caches::Caches;
 use super::report::Report;
 use super::reuse::ReuseEngine;
+use super::set_assoc::SetAssoc;
 use super::shards::Sampler;
 use super::stats::{Cost, Dmd};
-use super::{AccessSource, AnalysisError, Sink};
+use super::{AccessSource, AnalysisError, Execution, Sink};
 use std::collections::BTreeSet;
 
 /// Largest address space given a flat last-access table; beyond it a hash map is used.
@@ -46,7 +47,60 @@ pub fn analyze(src: &dyn AccessSource, opts: &Options) -> Result<Report, Analysi
             d.scale(factor);
         }
     }
+    let l1 = c.l1.is_some();
+    for (d, e) in parts.all_mut().zip(c.exact) {
+        d.accesses = e.accesses;
+        d.reads = e.reads;
+        d.writes = e.writes;
+        d.tlb_misses = e.tlb_misses;
+        if l1 {
+            if d.level_misses.is_empty() {
+                d.level_misses.push(0);
+            }
+            d.level_misses[0] = e.l1_misses;
+        }
+    }
     Ok(Report::new(src, opts, c.sampler.map(|s| s.rate()), parts))
+}
+
+/// Lines in a page: with caches modelled every array starts on a page, as large allocations do
+/// (so arrays of the same size map to the innermost level's sets alike, as on the machine).
+const PAGE_BYTES: u64 = 4096;
+
+/// What is counted over every access even when the trace is sampled: the accesses (a sample of
+/// locations drops a hot location's accesses wholesale, so their count is a poor estimate), the
+/// innermost level's simulated misses and the TLB's. One per program, node and array, in [`Parts`]'
+/// order; empty when nothing is sampled or simulated (the exact counts are then in [`Parts`]).
+#[derive(Clone, Copy, Default)]
+struct Exact {
+    accesses: u64,
+    reads: u64,
+    writes: u64,
+    l1_misses: u64,
+    tlb_misses: u64,
+}
+
+/// The data TLB over every access: reuse distances of pages.
+struct TlbSim {
+    pages: ReuseEngine,
+    lines_per_page: u64,
+    entries: u64,
+    /// The most recent page: touching it again is a hit that leaves the LRU order as it is.
+    last: Option<u64>,
+}
+
+impl TlbSim {
+    /// Whether the access to `line` misses.
+    #[inline]
+    fn misses(&mut self, line: u64) -> bool {
+        let page = line / self.lines_per_page;
+        if self.last == Some(page) {
+            return false;
+        }
+        self.last = Some(page);
+        let r = self.pages.access(page);
+        r.first || r.distance > self.entries
+    }
 }
 
 /// The accumulators of one analysis.
@@ -55,6 +109,8 @@ pub struct Parts {
     pub nodes: Vec<Dmd>,
     pub arrays: Vec<Dmd>,
     pub node_flops: Vec<u64>,
+    /// Per node; empty when the source knows no loops.
+    pub node_execution: Vec<Execution>,
 }
 
 impl Parts {
@@ -77,6 +133,10 @@ struct Collector {
     engine: ReuseEngine,
     /// Each cache level's capacity in lines, innermost first (empty without caches).
     capacities: Vec<u64>,
+    /// The innermost level, when its associativity is known: simulated over every access.
+    l1: Option<SetAssoc>,
+    tlb: Option<TlbSim>,
+    exact: Vec<Exact>,
     parts: Parts,
 }
 
@@ -111,15 +171,45 @@ impl Collector {
                 })
             })
             .transpose()?;
+        let page = match (&opts.caches, opts.line) {
+            (Some(_), Some(line)) => (PAGE_BYTES / line).max(1),
+            _ => 1,
+        };
         let mut base = Vec::with_capacity(arrays.len());
         let mut next = 0u64;
         for a in arrays {
+            next = next.next_multiple_of(page);
             base.push(next);
             next += match opts.line {
                 Some(b) => (a.elements * a.elem_bytes).div_ceil(b),
                 None => a.elements,
             };
         }
+        let l1 = opts.caches.as_ref().and_then(|c| {
+            let level = &c.levels[0];
+            let ways = level.ways?;
+            SetAssoc::new(level.size_bytes / (level.line_bytes * ways), ways)
+        });
+        let tlb = (opts.caches.as_ref()).and_then(|c| {
+            let t = c.tlb.as_ref()?;
+            let lines_per_page = t.page_bytes / c.line_bytes();
+            let pages = next.div_ceil(lines_per_page);
+            Some(TlbSim {
+                pages: if pages <= DENSE_LIMIT {
+                    ReuseEngine::dense(pages)
+                } else {
+                    ReuseEngine::sparse()
+                },
+                lines_per_page,
+                entries: t.entries,
+                last: None,
+            })
+        });
+        let exact = if sampler.is_some() || l1.is_some() || tlb.is_some() {
+            vec![Exact::default(); 1 + src.nodes().len() + arrays.len()]
+        } else {
+            Vec::new()
+        };
         let engine = if sampler.is_none() && next <= DENSE_LIMIT {
             ReuseEngine::dense(next)
         } else {
@@ -137,11 +227,15 @@ impl Collector {
             sampler,
             engine,
             capacities: opts.caches.as_ref().map_or(Vec::new(), Caches::capacities),
+            l1,
+            tlb,
+            exact,
             parts: Parts {
                 total: Dmd::default(),
                 nodes: vec![Dmd::default(); src.nodes().len()],
                 arrays: vec![Dmd::default(); arrays.len()],
                 node_flops: vec![0; src.nodes().len()],
+                node_execution: Vec::new(),
             },
         })
     }
@@ -158,6 +252,19 @@ impl Sink for Collector {
                 Some(b) => index * self.elem_bytes[array] / b,
                 None => index,
             };
+        if !self.exact.is_empty() {
+            let missed = self.l1.as_mut().is_some_and(|c| !c.access(addr));
+            let tlb_missed = self.tlb.as_mut().is_some_and(|t| t.misses(addr));
+            let nodes = self.parts.nodes.len();
+            for k in [0, 1 + node, 1 + nodes + array] {
+                let e = &mut self.exact[k];
+                e.accesses += 1;
+                e.reads += u64::from(!write);
+                e.writes += u64::from(write);
+                e.l1_misses += u64::from(missed);
+                e.tlb_misses += u64::from(tlb_missed);
+            }
+        }
         if self.sampler.is_some_and(|s| !s.keeps(addr)) {
             return;
         }
@@ -172,5 +279,13 @@ impl Sink for Collector {
 
     fn flops(&mut self, node: usize, flops: u64) {
         self.parts.node_flops[node] += flops;
+    }
+
+    fn loop_run(&mut self, node: usize, flops: u64, vector: bool) {
+        let e = &mut self.parts.node_execution;
+        if e.is_empty() {
+            e.resize(self.parts.node_flops.len(), Execution::default());
+        }
+        e[node].add(flops, vector);
     }
 }

@@ -1,12 +1,16 @@
-//! A time estimate from the cache model: every element access costs `access_ns`, and every miss
-//! at a level costs that level's `miss_ns` (the transfer of a line from the level below), so a
-//! DRAM access pays for each level it passes. The costs are per machine, measured by
-//! [`crate::bench::calibrate`] on programs dmove itself generates, and kept with the machine's
-//! fingerprint; the model adds nothing for arithmetic, loop overhead or vectorization, which
-//! is what its ranking studies measure against.
+//! A time estimate from the cache model and the shape of the innermost loops: every element
+//! access costs `access_ns`; every FLOP costs `vector_flop_ns` or `scalar_flop_ns` as its loop
+//! can run as SIMD lanes or not (see `analysis::walk`); every innermost-loop run costs
+//! `loop_run_ns`; every miss at a level costs that level's `miss_ns` (the transfer of a line
+//! from the level below), so a DRAM access pays for each level it passes; and every data-TLB
+//! miss costs `tlb_miss_ns`. The costs are
+//! per machine, measured by [`crate::bench::calibrate`] on programs dmove itself generates, and
+//! kept with the machine's fingerprint. The estimate is a sum: it assumes no overlap of
+//! arithmetic and transfers, models no prefetcher or write-back, and judges vectorization
+//! the way `analysis::walk` does, not by the compiler's actual decision.
 
 use super::caches::Caches;
-use super::stats::Dmd;
+use super::report::Entry;
 use serde::{Deserialize, Serialize};
 
 /// The measured costs of one machine.
@@ -17,8 +21,16 @@ pub struct CostModel {
     pub caches: Caches,
     /// Nanoseconds per element access that hits the innermost level.
     pub access_ns: f64,
+    /// Nanoseconds per FLOP in a loop that runs as SIMD lanes.
+    pub vector_flop_ns: f64,
+    /// Nanoseconds per FLOP in a loop that does not.
+    pub scalar_flop_ns: f64,
+    /// Nanoseconds per run of an innermost loop.
+    pub loop_run_ns: f64,
     /// Nanoseconds per miss at each level, innermost first.
     pub miss_ns: Vec<f64>,
+    /// Nanoseconds per data-TLB miss (0 when the caches describe no TLB).
+    pub tlb_miss_ns: f64,
     /// The measurements the costs were fitted to, and what the costs make of them.
     pub probes: Vec<Probe>,
 }
@@ -26,18 +38,74 @@ pub struct CostModel {
 /// One calibration measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
+    /// What the probe exercises (`stream`, `reduction`, `short loops`).
+    pub kind: String,
     pub working_set_bytes: u64,
     pub measured_ns: f64,
     pub modelled_ns: f64,
 }
 
+/// What the estimate multiplies by the costs, in [`CostModel::costs`]' order: accesses,
+/// vector FLOPs, scalar FLOPs, loop runs, misses per level (`levels` of them), TLB misses.
+pub fn features(e: &Entry, levels: usize) -> Vec<f64> {
+    let x = e.execution.unwrap_or_default();
+    let mut f = vec![
+        e.stats.accesses as f64,
+        x.vector_flops as f64,
+        x.scalar_flops as f64,
+        x.loop_runs as f64,
+    ];
+    f.extend((0..levels).map(|k| e.stats.level_misses.get(k).copied().unwrap_or(0) as f64));
+    f.push(e.stats.tlb_misses as f64);
+    f
+}
+
 impl CostModel {
-    /// The modelled time of accesses `d` (counted with [`Self::caches`]), in milliseconds.
-    pub fn estimate_ms(&self, d: &Dmd) -> f64 {
-        let misses: f64 = (self.miss_ns.iter().zip(&d.level_misses))
-            .map(|(ns, &m)| ns * m as f64)
-            .sum();
-        (d.accesses as f64 * self.access_ns + misses) / 1e6
+    /// A model with these costs, in [`features`]' order.
+    pub fn new(fingerprint: String, caches: Caches, costs: &[f64], probes: Vec<Probe>) -> Self {
+        let levels = caches.levels.len();
+        CostModel {
+            fingerprint,
+            caches,
+            access_ns: costs[0],
+            vector_flop_ns: costs[1],
+            scalar_flop_ns: costs[2],
+            loop_run_ns: costs[3],
+            miss_ns: costs[4..4 + levels].to_vec(),
+            tlb_miss_ns: costs[4 + levels],
+            probes,
+        }
+    }
+
+    /// The costs in [`features`]' order.
+    pub fn costs(&self) -> Vec<f64> {
+        let mut c = vec![
+            self.access_ns,
+            self.vector_flop_ns,
+            self.scalar_flop_ns,
+            self.loop_run_ns,
+        ];
+        c.extend(&self.miss_ns);
+        c.push(self.tlb_miss_ns);
+        c
+    }
+
+    /// The costs in one line: `access 0.008, vector FLOP 0, …, miss L1d 0.11, …, TLB miss 2.1`.
+    pub fn describe(&self) -> String {
+        let misses = (self.caches.levels.iter().zip(&self.miss_ns))
+            .map(|(l, ns)| format!("{} {ns:.3}", l.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "access {:.4}, vector FLOP {:.4}, scalar FLOP {:.4}, loop run {:.3}, miss {misses}, TLB miss {:.3}",
+            self.access_ns, self.vector_flop_ns, self.scalar_flop_ns, self.loop_run_ns, self.tlb_miss_ns
+        )
+    }
+
+    /// The modelled time of `e` (analyzed with [`Self::caches`]), in milliseconds.
+    pub fn estimate_ms(&self, e: &Entry) -> f64 {
+        let f = features(e, self.miss_ns.len());
+        f.iter().zip(self.costs()).map(|(x, c)| x * c).sum::<f64>() / 1e6
     }
 
     /// The costs that make each row's `features` (accesses, then misses per level) add up to its
@@ -132,22 +200,32 @@ mod tests {
     }
 
     #[test]
-    fn estimates_add_accesses_and_misses() {
-        let model = CostModel {
-            fingerprint: String::new(),
-            caches: Caches {
-                source: String::new(),
-                levels: Vec::new(),
-            },
-            access_ns: 0.5,
-            miss_ns: vec![2.0, 10.0],
-            probes: Vec::new(),
+    fn estimates_add_every_feature_times_its_cost() {
+        let level = |name: &str, size_bytes| crate::analysis::caches::CacheLevel {
+            name: name.into(),
+            size_bytes,
+            line_bytes: 64,
+            ways: None,
+            shared_by: None,
         };
-        let d = Dmd {
-            accesses: 1000,
-            level_misses: vec![100, 10],
-            ..Dmd::default()
+        let caches = Caches {
+            source: String::new(),
+            levels: vec![level("L1d", 1 << 15), level("L2", 1 << 20)],
+            tlb: None,
         };
-        assert!((model.estimate_ms(&d) - (500.0 + 200.0 + 100.0) / 1e6).abs() < 1e-15);
+        let costs = [0.5, 0.1, 1.0, 3.0, 2.0, 10.0, 30.0];
+        let model = CostModel::new(String::new(), caches, &costs, vec![]);
+        let mut e = Entry::new("p", None, Default::default(), None, None);
+        e.stats.accesses = 1000;
+        e.stats.level_misses = vec![100, 10];
+        e.stats.tlb_misses = 2;
+        e.execution = Some(crate::analysis::Execution {
+            vector_flops: 50,
+            scalar_flops: 7,
+            loop_runs: 2,
+        });
+        let want = 500.0 + 5.0 + 7.0 + 6.0 + 200.0 + 100.0 + 60.0;
+        assert!((model.estimate_ms(&e) - want / 1e6).abs() < 1e-15);
+        assert_eq!(model.costs(), costs);
     }
 }

@@ -49,7 +49,9 @@ pub mod fit;
 pub mod kernels;
 pub mod report;
 pub mod reuse;
+pub mod set_assoc;
 pub mod shards;
+mod simd;
 pub mod stats;
 pub mod svg;
 pub mod trace;
@@ -84,6 +86,43 @@ pub trait Sink {
     fn access(&mut self, node: usize, array: usize, index: u64, write: bool);
     /// Floating-point operations performed by `node`.
     fn flops(&mut self, node: usize, flops: u64);
+    /// One run of an innermost loop of `node` (or one execution outside any loop) performing
+    /// `flops`, and whether it can run as SIMD lanes; sources that know no loops never call it.
+    fn loop_run(&mut self, node: usize, flops: u64, vector: bool) {
+        let _ = (node, flops, vector);
+    }
+}
+
+/// How the arithmetic of a program or node runs, as the innermost loops show it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Execution {
+    /// FLOPs in loops that can run as SIMD lanes.
+    pub vector_flops: u64,
+    /// FLOPs in loops that cannot (reductions into one element, strided or computed accesses).
+    pub scalar_flops: u64,
+    /// Innermost-loop runs (each costs a loop's setup, whatever its length).
+    pub loop_runs: u64,
+}
+
+impl std::iter::Sum for Execution {
+    fn sum<I: Iterator<Item = Execution>>(iter: I) -> Execution {
+        iter.fold(Execution::default(), |a, b| Execution {
+            vector_flops: a.vector_flops + b.vector_flops,
+            scalar_flops: a.scalar_flops + b.scalar_flops,
+            loop_runs: a.loop_runs + b.loop_runs,
+        })
+    }
+}
+
+impl Execution {
+    pub fn add(&mut self, flops: u64, vector: bool) {
+        if vector {
+            self.vector_flops += flops;
+        } else {
+            self.scalar_flops += flops;
+        }
+        self.loop_runs += 1;
+    }
 }
 
 /// Something that can stream its element accesses in program order.

@@ -4,7 +4,7 @@ use super::caches::Caches;
 use super::collect::{Options, Parts};
 use super::cost::CostModel;
 use super::stats::{Dmd, MissRatio};
-use super::AccessSource;
+use super::{AccessSource, Execution};
 use crate::ir::NodeId;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -25,13 +25,16 @@ pub struct Entry {
     pub bytes_moved: Option<u64>,
     /// FLOPs per byte moved by memlets.
     pub intensity: Option<f64>,
+    /// How the arithmetic runs (program and nodes of sources that know their loops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Execution>,
     /// The cost model's time for these accesses (see [`Report::estimate`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_ms: Option<f64>,
 }
 
 impl Entry {
-    fn new(
+    pub fn new(
         name: &str,
         id: Option<NodeId>,
         stats: Dmd,
@@ -49,6 +52,7 @@ impl Entry {
                 .zip(bytes)
                 .filter(|(_, b)| *b > 0)
                 .map(|(f, b)| f as f64 / b as f64),
+            execution: None,
             estimated_ms: None,
         }
     }
@@ -59,6 +63,9 @@ impl Entry {
 pub struct LevelTraffic {
     pub name: String,
     pub size_bytes: u64,
+    /// How the level was modelled: simulated set-associative over every access (the innermost,
+    /// when its associativity is known) or fully associative from reuse distances.
+    pub model: String,
     /// Accesses that miss this level (and every level inside it).
     pub misses: u64,
     /// `misses / accesses`.
@@ -73,9 +80,14 @@ impl LevelTraffic {
         (caches.levels.iter().enumerate())
             .map(|(k, l)| {
                 let misses = d.level_misses.get(k).copied().unwrap_or(0);
+                let model = match l.ways {
+                    Some(w) if k == 0 => format!("{w}-way set-associative LRU"),
+                    _ => "fully associative LRU".to_string(),
+                };
                 LevelTraffic {
                     name: l.name.clone(),
                     size_bytes: l.size_bytes,
+                    model,
                     misses,
                     miss_ratio: misses as f64 / d.accesses.max(1) as f64,
                     bytes: misses * l.line_bytes,
@@ -118,12 +130,17 @@ impl Report {
     ) -> Self {
         let node_bytes: Option<u64> = src.nodes().iter().map(|n| n.bytes_moved).sum();
         let total_flops: u64 = parts.node_flops.iter().sum();
+        let runs = &parts.node_execution;
         let nodes = src
             .nodes()
             .iter()
             .zip(parts.nodes)
             .zip(&parts.node_flops)
-            .map(|((n, d), &f)| Entry::new(&n.label, n.id, d, Some(f), n.bytes_moved))
+            .enumerate()
+            .map(|(k, ((n, d), &f))| Entry {
+                execution: runs.get(k).copied(),
+                ..Entry::new(&n.label, n.id, d, Some(f), n.bytes_moved)
+            })
             .collect();
         let arrays = src
             .arrays()
@@ -140,13 +157,16 @@ impl Report {
             levels: (opts.caches.as_ref())
                 .map_or(Vec::new(), |c| LevelTraffic::of(c, &parts.total)),
             caches: opts.caches.clone(),
-            total: Entry::new(
-                &src.name(),
-                None,
-                parts.total,
-                Some(total_flops),
-                node_bytes,
-            ),
+            total: Entry {
+                execution: (!runs.is_empty()).then(|| runs.iter().copied().sum()),
+                ..Entry::new(
+                    &src.name(),
+                    None,
+                    parts.total,
+                    Some(total_flops),
+                    node_bytes,
+                )
+            },
             nodes,
             arrays,
         }
@@ -159,7 +179,7 @@ impl Report {
             return;
         }
         for e in std::iter::once(&mut self.total).chain(self.nodes.iter_mut()) {
-            e.estimated_ms = Some(model.estimate_ms(&e.stats));
+            e.estimated_ms = Some(model.estimate_ms(e));
         }
     }
 
@@ -200,23 +220,24 @@ impl Report {
         if let Some(c) = &self.caches {
             let _ = writeln!(
                 out,
-                "\ncaches ({}; fully associative LRU, no write-backs):",
+                "\ncaches ({}; arrays page-aligned, no write-backs):",
                 c.source
             );
             let _ = writeln!(
                 out,
-                "  {:<6} {:>12} {:>14} {:>10} {:>14}",
+                "  {:<6} {:>12} {:>14} {:>10} {:>14}  model",
                 "level", "size", "misses", "miss ratio", "MB in"
             );
             for l in &self.levels {
                 let _ = writeln!(
                     out,
-                    "  {:<6} {:>12} {:>14} {:>10.4} {:>14.3}",
+                    "  {:<6} {:>12} {:>14} {:>10.4} {:>14.3}  {}",
                     l.name,
                     l.size_bytes,
                     l.misses,
                     l.miss_ratio,
-                    l.bytes as f64 / 1e6
+                    l.bytes as f64 / 1e6,
+                    l.model
                 );
             }
         }

@@ -64,6 +64,13 @@ pub struct Dmd {
     /// levels without a miss are left out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub level_misses: Vec<u64>,
+    /// Data-TLB misses, when the analysis models a TLB.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tlb_misses: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One point of the LRU miss-ratio curve.

@@ -16,11 +16,20 @@
 //! loop's parameter, element reads, loops that reach out of bounds) is evaluated per execution
 //! exactly as before, so the stream and its errors are the same access for access.
 
-use super::{ArrayInfo, Sink};
+use super::{simd, ArrayInfo, Sink};
 use crate::interp::plan::{flat_offset, CAccess, CIdx, Step, TaskletStep};
 use crate::interp::InterpError;
 use crate::ir::NodeId;
 use std::collections::BTreeMap;
+
+/// An innermost loop: `slot = lo, lo + st, …`, `count` iterations.
+#[derive(Clone, Copy)]
+struct Loop {
+    slot: usize,
+    lo: i64,
+    st: i64,
+    count: i64,
+}
 
 /// Streams one top-level node's steps into a sink.
 pub(super) struct Walker<'a> {
@@ -60,7 +69,8 @@ impl<'a> Walker<'a> {
             Step::Map { params, body } => self.params(params, body, 0, s),
             Step::Tasklet(t) => {
                 self.execution(t, s)?;
-                self.flops(t, 1);
+                let flops = self.flops(t, 1);
+                self.sink.loop_run(self.node, flops, false);
                 Ok(())
             }
         }
@@ -84,9 +94,23 @@ impl<'a> Walker<'a> {
             return Ok(());
         }
         let count = (hi - lo - 1) / st + 1;
-        let innermost = k + 1 == params.len();
-        if innermost && self.strided(*slot, lo, st, count, body, s)? {
-            return Ok(());
+        if k + 1 == params.len() {
+            // The loop around this one in the same map, which a compiler may interchange with it
+            // when this loop's range does not depend on it.
+            let outer = k.checked_sub(1).and_then(|o| {
+                let (oslot, [_, _, ostep]) = &params[o];
+                let free = ![start, end, step].iter().any(|b| b.uses(*oslot));
+                free.then(|| Some((*oslot, ostep.eval(s)?.max(1))))?
+            });
+            let lp = Loop {
+                slot: *slot,
+                lo,
+                st,
+                count,
+            };
+            if self.strided(lp, outer, body, s)? {
+                return Ok(());
+            }
         }
         for i in 0..count {
             s[*slot] = lo + i * st;
@@ -95,18 +119,23 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    /// Streams the innermost loop `slot = lo, lo + st, …` (`count` iterations) over `body` with
-    /// affine accesses stepped; false (nothing streamed) when the body holds a map or an affine
-    /// access leaves its container at either end of the loop, so the caller walks it plainly.
+    /// Streams the innermost loop `lp` over `body` with affine accesses stepped; false (nothing
+    /// streamed) when the body holds a map or an affine access leaves its container at either
+    /// end of the loop, so the caller walks it plainly. `outer` is the enclosing loop of the
+    /// same map (slot and step) when the two could be interchanged.
     fn strided(
         &mut self,
-        slot: usize,
-        lo: i64,
-        st: i64,
-        count: i64,
+        lp: Loop,
+        outer: Option<(usize, i64)>,
         body: &[Step],
         s: &mut [i64],
     ) -> Result<bool, InterpError> {
+        let Loop {
+            slot,
+            lo,
+            st,
+            count,
+        } = lp;
         let mut tasklets = Vec::with_capacity(body.len());
         for b in body {
             match b {
@@ -159,12 +188,47 @@ impl<'a> Walker<'a> {
             }
             Ok(())
         })();
+        let steps: Vec<Option<i64>> = linear.iter().map(|l| l.map(|(_, step)| step)).collect();
+        let vector = simd::lanes(&tasklets, &steps, count)
+            || outer.is_some_and(|(oslot, ost)| {
+                s[slot] = lo;
+                let steps = self.steps_along(&tasklets, oslot, ost, s);
+                simd::lanes(&tasklets, &steps, 2)
+            });
         self.linear = linear;
         result?;
-        for t in &tasklets {
-            self.flops(t, count as u64);
-        }
+        let flops = (tasklets.iter()).map(|t| self.flops(t, count as u64)).sum();
+        self.sink.loop_run(self.node, flops, vector);
         Ok(true)
+    }
+
+    /// How far each access of `tasklets` (inputs, then outputs) moves when slot `slot` moves by
+    /// `step` from `s`, in elements; `None` for an access not affine in it or out of bounds.
+    fn steps_along(
+        &self,
+        tasklets: &[&TaskletStep],
+        slot: usize,
+        step: i64,
+        s: &mut [i64],
+    ) -> Vec<Option<i64>> {
+        let at = s[slot];
+        let mut out = Vec::new();
+        for t in tasklets {
+            for a in t.inputs.iter().chain(t.outputs.iter().map(|(a, _, _)| a)) {
+                let affine =
+                    (a.dims.iter()).all(|d| matches!(d, CIdx::Affine { .. }) || !d.uses(slot));
+                let shape = &self.shapes[a.data];
+                let from = flat_offset(a.dims.iter(), s, shape).ok();
+                s[slot] = at + step;
+                let to = flat_offset(a.dims.iter(), s, shape).ok();
+                s[slot] = at;
+                out.push(match (affine, from, to) {
+                    (true, Some(f), Some(t)) => Some(t as i64 - f as i64),
+                    _ => None,
+                });
+            }
+        }
+        out
     }
 
     /// The offsets of `a` at the loop's first and last iteration, or `None` when either is out
@@ -228,9 +292,11 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    fn flops(&mut self, t: &TaskletStep, executions: u64) {
-        let per = self.tasklet_flops.get(&t.node).copied().unwrap_or(0);
-        self.sink.flops(self.node, per * executions);
+    /// Reports the FLOPs of `executions` executions of `t`, and returns them.
+    fn flops(&mut self, t: &TaskletStep, executions: u64) -> u64 {
+        let flops = self.tasklet_flops.get(&t.node).copied().unwrap_or(0) * executions;
+        self.sink.flops(self.node, flops);
+        flops
     }
 
     /// The flat offset of the element of container `data` at indices `dims`.

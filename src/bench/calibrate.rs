@@ -1,24 +1,26 @@
-//! Measuring the cost model's per-access and per-miss costs on this machine.
+//! Measuring the cost model's costs on this machine.
 //!
-//! The probes are programs dmove generates like any other: `y[i] = x[i] + y[i + 1] / 2` swept
-//! `r` times over
-//! working sets sized to sit in each cache level in turn and well beyond the last (so DRAM),
-//! compiled with the build flags every program gets and timed on one thread. Each probe's
-//! accesses and per-level misses come from the same analysis the model is applied to, so the
-//! fitted costs ([`CostModel::fit`]) are what that analysis' counts cost in dmove's own code.
-//! The result is kept in the cache directory under the machine's fingerprint, so a machine is
-//! calibrated once (about ten seconds) and again only when asked or when the fingerprint changes.
+//! The probes are programs dmove generates like any other: a stream `y[i] = x[i] + y[i + 1] / 2`
+//! swept over working sets sized to sit in each cache level in turn and well beyond the last
+//! (so DRAM), the same stream in loops of four iterations, a reduction `s += x[i]` and a walk
+//! over one line of each of more pages than the TLB holds, compiled
+//! with the build flags every program gets and timed on one thread. Each probe's features
+//! (accesses, FLOPs by kind, loop runs, misses per level) come from the same analysis the model
+//! is applied to, so the fitted costs ([`CostModel::fit`]) are what that analysis' counts cost
+//! in dmove's own code. The result is kept in the cache directory under the machine's
+//! fingerprint, so a machine is calibrated once (about twenty seconds) and again only when asked
+//! or when the fingerprint changes.
 
 use super::machine::Machine;
 use super::Stats;
 use crate::analysis::caches::Caches;
-use crate::analysis::cost::{CostModel, Probe};
+use crate::analysis::cost::{features, CostModel, Probe};
 use crate::analysis::trace::IrTrace;
 use crate::analysis::{analyze, Options};
 use crate::codegen::{cache_dir, BuildConfig, Compiled};
 use crate::ir::build::{In, Out};
 use crate::ir::{
-    BinOp, DType, DataDesc, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr,
+    BinOp, DType, DataDesc, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr,
 };
 use sha2::{Digest, Sha256};
 
@@ -32,8 +34,12 @@ const REPS: usize = 5;
 /// Why calibration failed.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum CalibrateError {
-    #[error("probe of {bytes} bytes: {message}")]
-    Probe { bytes: u64, message: String },
+    #[error("{kind} probe of {bytes} bytes: {message}")]
+    Probe {
+        kind: &'static str,
+        bytes: u64,
+        message: String,
+    },
     #[error("the probes' timings do not determine the costs (every probe has the same traffic)")]
     Undetermined,
     #[error("cannot keep the calibration in {path}: {message}")]
@@ -64,31 +70,63 @@ pub fn cost_model(caches: &Caches, fresh: bool) -> Result<(CostModel, bool), Cal
     Ok((model, true))
 }
 
+/// What a probe exercises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `y[i] = x[i] + y[i + 1] / 2`: vector arithmetic, streaming traffic.
+    Stream,
+    /// `s += x[i]`: scalar arithmetic (a reduction into one element).
+    Reduction,
+    /// The stream in innermost loops of four iterations: loop runs.
+    ShortLoops,
+    /// `y[j] += x[j · page]`: one line of each of more pages than the TLB holds.
+    PageWalk,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Stream => "stream",
+            Kind::Reduction => "reduction",
+            Kind::ShortLoops => "short loops",
+            Kind::PageWalk => "page walk",
+        }
+    }
+}
+
 /// Measures every probe and fits the costs.
 pub fn calibrate(caches: &Caches, fingerprint: String) -> Result<CostModel, CalibrateError> {
-    let sizes = probe_sizes(caches);
+    let mut plan: Vec<(Kind, u64)> = probe_sizes(caches)
+        .into_iter()
+        .map(|b| (Kind::Stream, b))
+        .collect();
+    let (inner, outer) = (
+        caches.levels[0].size_bytes / 2,
+        4 * caches.levels[caches.levels.len() - 1].size_bytes,
+    );
+    for kind in [Kind::Reduction, Kind::ShortLoops] {
+        plan.extend([(kind, inner), (kind, outer)]);
+    }
+    if let Some(t) = &caches.tlb {
+        plan.extend([4, 8].map(|k| (Kind::PageWalk, k * t.entries * t.page_bytes)));
+    }
     let mut rows = Vec::new();
-    for &bytes in &sizes {
-        rows.push(probe(caches, bytes)?);
+    for &(kind, bytes) in &plan {
+        rows.push(probe(caches, kind, bytes)?);
     }
     let costs = CostModel::fit(&rows).ok_or(CalibrateError::Undetermined)?;
-    let probes = (sizes.iter().zip(&rows))
-        .map(|(&bytes, (x, ns))| Probe {
+    let probes = (plan.iter().zip(&rows))
+        .map(|(&(kind, bytes), (x, ns))| Probe {
+            kind: kind.name().to_string(),
             working_set_bytes: bytes,
             measured_ns: *ns,
             modelled_ns: x.iter().zip(&costs).map(|(a, c)| a * c).sum(),
         })
         .collect();
-    Ok(CostModel {
-        fingerprint,
-        caches: caches.clone(),
-        access_ns: costs[0],
-        miss_ns: costs[1..].to_vec(),
-        probes,
-    })
+    Ok(CostModel::new(fingerprint, caches.clone(), &costs, probes))
 }
 
-/// Working sets (both arrays together, in bytes): half the innermost level; for each further
+/// Working sets (all arrays together, in bytes): half the innermost level; for each further
 /// level, the geometric mean of it and the level inside, and half of it; then 4× and 8× the
 /// last level.
 fn probe_sizes(caches: &Caches) -> Vec<u64> {
@@ -103,14 +141,29 @@ fn probe_sizes(caches: &Caches) -> Vec<u64> {
     out
 }
 
-/// One probe: (accesses, misses per level) and its median nanoseconds.
-fn probe(caches: &Caches, bytes: u64) -> Result<(Vec<f64>, f64), CalibrateError> {
-    let fail = |message: String| CalibrateError::Probe { bytes, message };
-    let n = (bytes / 8).max(16);
-    let sweeps = (PROBE_ACCESSES / (3 * n)).max(1);
-    let p = stream(n, sweeps);
-    let accesses = 3 * n * sweeps;
-    let rate = (ANALYZED_ACCESSES as f64 / accesses as f64).min(1.0);
+/// One probe: its features (see [`features`]) and its median nanoseconds.
+fn probe(caches: &Caches, kind: Kind, bytes: u64) -> Result<(Vec<f64>, f64), CalibrateError> {
+    let fail = |message: String| CalibrateError::Probe {
+        kind: kind.name(),
+        bytes,
+        message,
+    };
+    let n = (bytes / 8).next_multiple_of(4).max(16);
+    let page_floats = caches.tlb.as_ref().map_or(1, |t| t.page_bytes / 4);
+    let pages = bytes / (4 * page_floats);
+    let per_sweep = match kind {
+        Kind::Reduction => 2 * n,
+        Kind::PageWalk => 3 * pages,
+        Kind::Stream | Kind::ShortLoops => 3 * n,
+    };
+    let sweeps = (PROBE_ACCESSES / per_sweep).max(1);
+    let p = match kind {
+        Kind::Stream => stream(n, sweeps, 1),
+        Kind::ShortLoops => stream(n, sweeps, 4),
+        Kind::Reduction => reduction(2 * n, sweeps),
+        Kind::PageWalk => page_walk(pages, page_floats, sweeps),
+    };
+    let rate = (ANALYZED_ACCESSES as f64 / (per_sweep * sweeps) as f64).min(1.0);
     let opts = Options {
         line: Some(caches.line_bytes()),
         caches: Some(caches.clone()),
@@ -118,10 +171,7 @@ fn probe(caches: &Caches, bytes: u64) -> Result<(Vec<f64>, f64), CalibrateError>
         ..Options::default()
     };
     let trace = IrTrace::new(&p).map_err(|e| fail(e.to_string()))?;
-    let d = analyze(&trace, &opts)
-        .map_err(|e| fail(e.to_string()))?
-        .total
-        .stats;
+    let report = analyze(&trace, &opts).map_err(|e| fail(e.to_string()))?;
     let compiled =
         Compiled::build_with(&p, &BuildConfig::from_env()).map_err(|e| fail(e.to_string()))?;
     let inputs = crate::check::random_inputs(&p, 1).map_err(|e| fail(e.to_string()))?;
@@ -130,49 +180,122 @@ fn probe(caches: &Caches, bytes: u64) -> Result<(Vec<f64>, f64), CalibrateError>
     let ms = Stats::from_samples(&samples)
         .ok_or_else(|| fail("no timing".into()))?
         .median_ms;
-    let mut features = vec![d.accesses as f64];
-    features.extend(
-        (0..caches.levels.len()).map(|k| d.level_misses.get(k).copied().unwrap_or(0) as f64),
-    );
-    Ok((features, ms * 1e6))
+    Ok((features(&report.total, caches.levels.len()), ms * 1e6))
 }
 
-/// `y[i] = x[i] + y[i + 1] / 2` for `sweeps` sweeps over `n` elements, on one thread. Each
-/// sweep reads what the one before wrote one element further on, so the compiler can neither
-/// interchange the loops (keeping `y[i]` in a register across sweeps, which would hide the
-/// traffic being measured) nor drop a sweep, and the values stay bounded.
-fn stream(n: u64, sweeps: u64) -> Program {
-    let mut p = Program::new("calibration_stream");
-    for (name, len, kind) in [("x", n, DataKind::Input), ("y", n + 1, DataKind::Output)] {
-        let shape = vec![SymExpr::Int(len as i64)];
-        p.data
-            .insert(name.into(), DataDesc::new(DType::F32, shape, kind));
-    }
-    p.inputs = vec!["x".into()].into();
-    p.outputs = vec!["y".into()].into();
-    let at = |offset: i64| Subset::element([SymExpr::sym("i") + offset]);
+/// `y[i] = x[i] + y[i + 1] / 2` for `sweeps` sweeps over `n` elements, on one thread, with
+/// innermost loops of `inner` iterations. Each sweep reads what the one before wrote one element
+/// further on, so the compiler can neither interchange the loops (keeping `y[i]` in a register
+/// across sweeps, which would hide the traffic being measured) nor drop a sweep, and the values
+/// stay bounded.
+fn stream(n: u64, sweeps: u64, inner: i64) -> Program {
+    let mut p = probe_program(&[("x", n, DataKind::Input), ("y", n + 1, DataKind::Output)]);
+    let s = SymExpr::sym;
+    let i = || {
+        if inner == 1 {
+            s("i")
+        } else {
+            s("i") * inner + s("j")
+        }
+    };
+    let at = |offset: i64| Subset::element([i() + offset]);
     let value = TExpr::binary(
         BinOp::Add,
         TExpr::input("a"),
         TExpr::binary(BinOp::Mul, TExpr::input("b"), TExpr::Const(0.5)),
     );
+    let mut params = vec![
+        ("t", Range::upto(sweeps as i64)),
+        ("i", Range::upto(n as i64 / inner)),
+        ("j", Range::upto(inner)),
+    ];
+    if inner == 1 {
+        // One loop over the elements, not loops of one iteration.
+        params.pop();
+    }
     p.build(|b| {
-        b.map(
-            "sweep",
-            vec![
-                ("t", Range::upto(sweeps as i64)),
-                ("i", Range::upto(n as i64)),
-            ],
-            Schedule::Sequential,
-            |b| {
-                b.tasklet(
-                    "step",
-                    vec![In("a", "x", at(0)), In("b", "y", at(1))],
-                    vec![Out("c", "y", at(0), None, value)],
-                );
-            },
-        );
+        b.map("sweep", params, Schedule::Sequential, |b| {
+            b.tasklet(
+                "step",
+                vec![In("a", "x", at(0)), In("b", "y", at(1))],
+                vec![Out("c", "y", at(0), None, value)],
+            );
+        });
     });
+    p
+}
+
+/// `s += x[i]` for `sweeps` sweeps over `n` elements: a reduction into one element.
+fn reduction(n: u64, sweeps: u64) -> Program {
+    let mut p = probe_program(&[("x", n, DataKind::Input), ("s", 1, DataKind::Output)]);
+    let params = vec![
+        ("t", Range::upto(sweeps as i64)),
+        ("i", Range::upto(n as i64)),
+    ];
+    p.build(|b| {
+        b.map("sweep", params, Schedule::Sequential, |b| {
+            b.tasklet(
+                "add",
+                vec![In("a", "x", Subset::element([SymExpr::sym("i")]))],
+                vec![Out(
+                    "b",
+                    "s",
+                    Subset::element([SymExpr::Int(0)]),
+                    Some(Wcr::Sum),
+                    TExpr::input("a"),
+                )],
+            );
+        });
+    });
+    p
+}
+
+/// `y[j] += x[j · stride]` for `sweeps` sweeps over `pages` pages of `stride` elements: every
+/// access touches another page, and each page only one line.
+fn page_walk(pages: u64, stride: u64, sweeps: u64) -> Program {
+    let mut p = probe_program(&[
+        ("x", pages * stride, DataKind::Input),
+        ("y", pages, DataKind::Output),
+    ]);
+    let j = || SymExpr::sym("j");
+    let params = vec![
+        ("t", Range::upto(sweeps as i64)),
+        ("j", Range::upto(pages as i64)),
+    ];
+    p.build(|b| {
+        b.map("sweep", params, Schedule::Sequential, |b| {
+            b.tasklet(
+                "add",
+                vec![In("a", "x", Subset::element([j() * stride as i64]))],
+                vec![Out(
+                    "b",
+                    "y",
+                    Subset::element([j()]),
+                    Some(Wcr::Sum),
+                    TExpr::input("a"),
+                )],
+            );
+        });
+    });
+    p
+}
+
+/// A program over one-dimensional `f32` arrays (name, length, kind).
+fn probe_program(arrays: &[(&str, u64, DataKind)]) -> Program {
+    let mut p = Program::new("calibration_probe");
+    for &(name, len, kind) in arrays {
+        let shape = vec![SymExpr::Int(len as i64)];
+        p.data
+            .insert(name.into(), DataDesc::new(DType::F32, shape, kind));
+    }
+    let named = |k: DataKind| {
+        (arrays.iter())
+            .filter(|a| a.2 == k)
+            .map(|a| a.0.to_string())
+            .collect::<Vec<_>>()
+    };
+    p.inputs = named(DataKind::Input).into();
+    p.outputs = named(DataKind::Output).into();
     p
 }
 

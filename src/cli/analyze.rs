@@ -162,23 +162,16 @@ fn cost_model(args: &AnalyzeArgs) -> Result<Option<CostModel>, CliError> {
     let caches = Caches::detect().map_err(AnalysisError::from)?;
     let (model, measured) = crate::bench::calibrate::cost_model(&caches, args.calibrate)?;
     if measured {
-        eprintln!(
-            "calibrated this machine's costs: {:.4} ns per access, per miss {}; probes (working set: measured → modelled ms) {}",
-            model.access_ns,
-            (model.caches.levels.iter().zip(&model.miss_ns))
-                .map(|(l, ns)| format!("{} {ns:.3} ns", l.name))
-                .collect::<Vec<_>>()
-                .join(", "),
-            (model.probes.iter())
-                .map(|p| format!(
-                    "{} KiB: {:.3} → {:.3}",
-                    p.working_set_bytes >> 10,
-                    p.measured_ns / 1e6,
-                    p.modelled_ns / 1e6
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        eprintln!("calibrated this machine's costs (ns): {}", model.describe());
+        for p in &model.probes {
+            eprintln!(
+                "  {} probe, {} KiB: measured {:.3} ms, modelled {:.3} ms",
+                p.kind,
+                p.working_set_bytes >> 10,
+                p.measured_ns / 1e6,
+                p.modelled_ns / 1e6
+            );
+        }
     }
     Ok(Some(model))
 }
