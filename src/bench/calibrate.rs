@@ -11,6 +11,7 @@
 //! fingerprint, so a machine is calibrated once (about twenty seconds) and again only when asked
 //! or when the fingerprint changes.
 
+use super::load;
 use super::machine::Machine;
 use super::Stats;
 use crate::analysis::caches::Caches;
@@ -23,6 +24,7 @@ use crate::ir::{
     BinOp, DType, DataDesc, DataKind, Program, Range, Schedule, Subset, SymExpr, TExpr, Wcr,
 };
 use sha2::{Digest, Sha256};
+use std::sync::{Mutex, OnceLock};
 
 /// Accesses each probe makes (about; at least one sweep).
 const PROBE_ACCESSES: u64 = 1 << 25;
@@ -30,6 +32,8 @@ const PROBE_ACCESSES: u64 = 1 << 25;
 const ANALYZED_ACCESSES: u64 = 1 << 22;
 /// Timed runs per probe (after one warm-up); the median counts.
 const REPS: usize = 5;
+/// A calibration during which more cores than this were busy is not kept.
+const KEEP_BELOW_BUSY_CORES: f64 = 1.5;
 
 /// Why calibration failed.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -46,10 +50,32 @@ pub enum CalibrateError {
     Store { path: String, message: String },
 }
 
-/// The machine's cost model: the one kept for its fingerprint, or a fresh calibration (kept for
-/// next time) when there is none or `fresh` asks for one. The flag says whether it was measured now.
+/// The machine's cost model: the one kept for its fingerprint, or a fresh calibration when there
+/// is none or `fresh` asks for one (kept for next time unless the machine was busy meanwhile).
+/// The flag says whether it was measured now.
 pub fn cost_model(caches: &Caches, fresh: bool) -> Result<(CostModel, bool), CalibrateError> {
     let fingerprint = fingerprint(caches);
+    let memo = MEMO.get_or_init(Mutex::default);
+    let mut memo = memo.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(model) =
+        (memo.as_ref()).filter(|m| !fresh && m.fingerprint == fingerprint && m.caches == *caches)
+    {
+        return Ok((model.clone(), false));
+    }
+    let (model, measured) = kept_or_calibrated(caches, fingerprint, fresh)?;
+    *memo = Some(model.clone());
+    Ok((model, measured))
+}
+
+/// The cost model this process last used: a search scores many candidates, and a calibration
+/// that could not be kept (a busy machine) must not run again for each.
+static MEMO: OnceLock<Mutex<Option<CostModel>>> = OnceLock::new();
+
+fn kept_or_calibrated(
+    caches: &Caches,
+    fingerprint: String,
+    fresh: bool,
+) -> Result<(CostModel, bool), CalibrateError> {
     let path = cache_dir().join(format!("costs-{fingerprint}.json"));
     if !fresh {
         let kept = std::fs::read(&path).ok();
@@ -59,7 +85,22 @@ pub fn cost_model(caches: &Caches, fresh: bool) -> Result<(CostModel, bool), Cal
             }
         }
     }
+    let start = load::read();
     let model = calibrate(caches, fingerprint)?;
+    // The probes run on one core: more than this many cores busy over the calibration means
+    // something else ran (other processes, or other threads of this one), and costs measured
+    // beside it are not kept for later runs.
+    let busy = start.zip(load::read()).map(|(a, b)| {
+        let total = b.total.saturating_sub(a.total).max(1) as f64;
+        b.busy.saturating_sub(a.busy) as f64 / total * crate::codegen::available_cpus() as f64
+    });
+    if busy.is_some_and(|cores| cores > KEEP_BELOW_BUSY_CORES) {
+        eprintln!(
+            "note: the machine was busy during calibration ({:.1} cores in use); the costs are used for this run only",
+            busy.unwrap_or_default()
+        );
+        return Ok((model, true));
+    }
     let store = |message: String| CalibrateError::Store {
         path: path.display().to_string(),
         message,

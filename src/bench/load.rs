@@ -91,7 +91,8 @@ pub fn foreign_cores(start: &CpuCounters, end: &CpuCounters, cpus: usize) -> f64
     ((busy - own) / total as f64 * cpus as f64).max(0.0)
 }
 
-fn read() -> Option<CpuCounters> {
+/// The counters now; `None` where `/proc` cannot be read (not Linux).
+pub fn read() -> Option<CpuCounters> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let own = std::fs::read_to_string("/proc/self/stat").ok()?;
     let (busy, total) = parse_machine(&stat)?;

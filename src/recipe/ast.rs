@@ -163,6 +163,8 @@ pub struct Choose {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChooseBy {
     Dmd(Span),
+    /// The cost model's time on this machine (`analysis::cost`).
+    Estimate(Span),
     /// `bench(reps = K)`; `reps` is optional.
     Bench {
         reps: Option<Expr>,

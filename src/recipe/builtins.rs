@@ -49,6 +49,13 @@ pub const BUILTINS: &[Builtin] = &[
         "data-movement distance of the current program",
     ),
     f(
+        "estimate",
+        &[],
+        0,
+        &[],
+        "the cost model's time for the current program on this machine, in ms (`dmove analyze --machine`)",
+    ),
+    f(
         "exists",
         &["node"],
         1,

@@ -195,6 +195,7 @@ impl Formatter<'_> {
                 let names: Vec<&str> = c.params.iter().map(|p| p.name.as_str()).collect();
                 let by = match &c.by {
                     ChooseBy::Dmd(_) => "by dmd".to_string(),
+                    ChooseBy::Estimate(_) => "by estimate".to_string(),
                     ChooseBy::Fixed(_) => "fixed".to_string(),
                     ChooseBy::Bench { reps: None, .. } => "by bench".to_string(),
                     ChooseBy::Bench { reps: Some(r), .. } => {

@@ -34,6 +34,7 @@ pub fn register(e: &mut Engine) {
     e.register_fn("candidates", candidates);
     e.register_fn("transformations", transformations);
     e.register_fn("dmd", || measured(measure::dmd));
+    e.register_fn("estimate", || measured(measure::estimate_ms));
     e.register_fn("bytes_moved", || measured(measure::bytes));
     e.register_fn("bench", bench);
     e.register_fn("cache_sizes", cache_sizes);

@@ -323,6 +323,44 @@ fn a_dmd_search_over_tile_sizes_picks_the_lowest_and_records_every_candidate() {
         .all(|c| c.is_lowered(Layer::Numerics) && !c.is_lowered(Layer::Legality)));
 }
 
+/// `by estimate` scores each candidate with the cost model (calibrated on first use: this test
+/// may take half a minute on a machine that has none kept).
+#[test]
+fn an_estimate_search_scores_candidates_by_the_cost_model() {
+    let (l, space, mut values) =
+        resolved("param tile: int in [0, 4, 8] = 4\nchoose tile by estimate\n");
+    let p = fixture();
+    let mut seen = Vec::new();
+    let decisions = decide(
+        &l,
+        &space,
+        &mut values,
+        &p,
+        &opts(&[], Values::new(), false),
+        &mut tiling_main(&mut seen),
+    )
+    .expect("decides");
+    let d = &decisions[0];
+    assert_eq!(d.by, "estimate");
+    assert_eq!(d.candidates.len(), 3);
+    let scores: Vec<f64> = (d.candidates.iter())
+        .map(|c| c.score.expect("scored"))
+        .collect();
+    assert!(
+        scores.iter().all(|s| s.is_finite() && *s > 0.0),
+        "{scores:?}"
+    );
+    assert_eq!(scores[0], measure::estimate_ms(&p).expect("estimates"));
+    let best = scores.iter().copied().fold(f64::INFINITY, f64::min);
+    assert_eq!(
+        d.candidates
+            .iter()
+            .find(|c| c.score == Some(best))
+            .map(|c| &c.values),
+        Some(&d.chosen)
+    );
+}
+
 #[test]
 fn ties_go_to_the_first_combination_and_constraints_prune() {
     let (l, space, mut values) = resolved(

@@ -180,11 +180,15 @@ fn decision_line(d: &crate::recipe::run::choose::Decision) -> DecisionLine {
 }
 
 /// `1.23e6` for large and small figures, `1234.5` otherwise.
+/// `x` to four significant digits: in scientific notation outside [0.01, 100000).
 fn num(x: f64) -> String {
-    if x != 0.0 && !(1e-2..1e5).contains(&x.abs()) {
+    if x == 0.0 {
+        "0".into()
+    } else if !(1e-2..1e5).contains(&x.abs()) {
         format!("{x:.3e}")
     } else {
-        format!("{x:.1}")
+        let decimals = (3 - x.abs().log10().floor() as i64).max(0) as usize;
+        format!("{x:.decimals$}")
     }
 }
 

@@ -72,7 +72,7 @@ fn result<'a>(
 ) -> Ty<'a> {
     let list = |t: Ty<'a>| Ty::List(Box::new(t));
     match b.name {
-        "bytes" | "dmd" | "time" => Ty::Float,
+        "bytes" | "dmd" | "estimate" | "time" => Ty::Float,
         "contraction" | "exists" => Ty::Bool,
         "extent" | "len" | "longest" | "output_params" | "params" | "reductions" | "uses" => {
             Ty::Int

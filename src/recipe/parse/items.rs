@@ -173,6 +173,7 @@ impl<'i> Builder<'i> {
             match part.as_rule() {
                 Rule::ident => params.push(self.ident(&part)),
                 Rule::by_dmd => by = Some(ChooseBy::Dmd(at)),
+                Rule::by_estimate => by = Some(ChooseBy::Estimate(at)),
                 Rule::by_fixed => by = Some(ChooseBy::Fixed(at)),
                 _ => {
                     let reps = self.kids(&part).next().map(|r| self.expr(r)).transpose()?;

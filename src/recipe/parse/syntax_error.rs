@@ -174,6 +174,7 @@ fn keyword(rule: Rule) -> Option<&'static str> {
     Some(match rule {
         by_fixed => "fixed",
         by_dmd => "dmd",
+        by_estimate => "estimate",
         mode_everywhere => "everywhere",
         mode_once => "once",
         ty_int => "int",

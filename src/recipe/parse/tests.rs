@@ -117,7 +117,7 @@ fn params_with_every_domain() {
 
 #[test]
 fn choose_forms() {
-    let src = "choose tile, cols by dmd\nchoose unroll by bench(reps = 5)\nchoose a by bench\nchoose impl fixed\n";
+    let src = "choose tile, cols by dmd\nchoose unroll by bench(reps = 5)\nchoose a by bench\nchoose impl fixed\nchoose b by estimate\n";
     let f = ok(src);
     let by: Vec<&ChooseBy> = (f.items.iter())
         .map(|i| match i {
@@ -131,6 +131,7 @@ fn choose_forms() {
     );
     assert!(matches!(by[2], ChooseBy::Bench { reps: None, .. }));
     assert!(matches!(by[3], ChooseBy::Fixed(s) if at(src, *s) == "fixed"));
+    assert!(matches!(by[4], ChooseBy::Estimate(s) if at(src, *s) == "estimate"));
     let Item::Choose(c) = &f.items[0] else {
         panic!()
     };

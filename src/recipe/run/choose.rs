@@ -53,7 +53,7 @@ pub type RunMain<'a> =
 pub struct Decision {
     /// Keys of the parameters decided.
     pub params: Vec<String>,
-    /// `"dmd"`, `"bench(reps = 5)"`, `"fixed"`, `"locked"` or `"set"`.
+    /// `"dmd"`, `"estimate"`, `"bench(reps = 5)"`, `"fixed"`, `"locked"` or `"set"`.
     pub by: String,
     /// Every combination tried, in domain order (empty when nothing was searched).
     pub candidates: Vec<Candidate>,
@@ -74,6 +74,7 @@ pub struct Candidate {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Scorer {
     Dmd,
+    Estimate,
     Bench(usize),
 }
 
@@ -81,6 +82,7 @@ impl Scorer {
     fn name(self) -> String {
         match self {
             Scorer::Dmd => "dmd".into(),
+            Scorer::Estimate => "estimate".into(),
             Scorer::Bench(reps) => format!("bench(reps = {reps})"),
         }
     }
@@ -88,6 +90,7 @@ impl Scorer {
     fn score(self, p: &Program) -> Result<f64, String> {
         let score = match self {
             Scorer::Dmd => measure::dmd(p)?,
+            Scorer::Estimate => measure::estimate_ms(p)?,
             Scorer::Bench(reps) => measure::time_ms(p, reps)?,
         };
         match score.is_finite() {
@@ -222,6 +225,7 @@ impl Search<'_> {
         let scorer = match &c.by {
             ast::ChooseBy::Fixed(_) => return Ok(vec![recorded(keys, "fixed", values, c.span)?]),
             ast::ChooseBy::Dmd(_) => Scorer::Dmd,
+            ast::ChooseBy::Estimate(_) => Scorer::Estimate,
             ast::ChooseBy::Bench { reps, .. } => Scorer::Bench(reps_of(reps.as_ref())?),
         };
         let (set, rest): (Vec<String>, Vec<String>) = keys

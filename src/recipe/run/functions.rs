@@ -134,6 +134,7 @@ impl Interp<'_> {
         match b.name {
             "bytes" => self.measured(measure::bytes(self.p), s),
             "dmd" => self.measured(measure::dmd(self.p), s),
+            "estimate" => self.measured(measure::estimate_ms(self.p), s),
             "time" => {
                 if !self.opts.measure {
                     return Err(runtime(s, "`time()` is not measured in this run (`dmove check` replays without timing); use it only inside `expect`, which then reports it as not checked"));
@@ -442,6 +443,7 @@ mod tests {
             "[true, false]",
         ),
         ("dmd", "dmd() > 0", "true"),
+        ("estimate", "estimate() > 0", "true"),
         ("exists", "exists(maps()[0])", "true"),
         ("extent", "extent(maps()[1], 2)", "4"),
         ("innermost", "innermost(maps()[1]) == maps()[1]", "true"),

@@ -1,4 +1,5 @@
-//! The three measurements a recipe can score a program by: `dmd()`, `bytes()` and `time()`.
+//! The measurements a recipe can score a program by: `dmd()`, `estimate()`, `bytes()` and
+//! `time()`.
 //!
 //! Each one reuses the code the rest of dmove already measures with — the DMD analysis
 //! ([`crate::analysis::analyze`]), the memlet volumes the analysis attributes to nodes
@@ -7,8 +8,10 @@
 //! exactly what `dmove analyze` and `dmove demo` report. Errors are plain strings: the
 //! interpreter wraps them in a diagnostic at the expression or `choose` that asked.
 
+use crate::analysis::caches::Caches;
 use crate::analysis::trace::IrTrace;
 use crate::analysis::{analyze, Options, Report};
+use crate::bench::calibrate::cost_model;
 use crate::bench::Stats;
 use crate::codegen::Compiled;
 use crate::ir::{NodeKind, Program};
@@ -46,6 +49,24 @@ pub fn report(p: &Program) -> Result<Report, String> {
     };
     let trace = IrTrace::new(&p).map_err(|e| e.to_string())?;
     analyze(&trace, &opts).map_err(|e| e.to_string())
+}
+
+/// The cost model's time for `p` on this machine, in milliseconds ([`crate::analysis::cost`]):
+/// the program analyzed at the caches' line granularity, sampled like [`dmd`], with this
+/// machine's calibrated costs (measured on first use, about half a minute, then kept).
+pub fn estimate_ms(p: &Program) -> Result<f64, String> {
+    let p = lowered(p)?;
+    let caches = Caches::detect().map_err(|e| e.to_string())?;
+    let (model, _) = cost_model(&caches, false).map_err(|e| e.to_string())?;
+    let opts = Options {
+        line: Some(caches.line_bytes()),
+        caches: Some(caches),
+        sample: sample_rate(work(&p)),
+        ..Options::default()
+    };
+    let trace = IrTrace::new(&p).map_err(|e| e.to_string())?;
+    let report = analyze(&trace, &opts).map_err(|e| e.to_string())?;
+    Ok(model.estimate_ms(&report.total))
 }
 
 /// Bytes moved by `p`: the sum over its top-level nodes of their outer memlets' volume times
