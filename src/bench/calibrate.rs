@@ -116,11 +116,11 @@ fn kept_or_calibrated(
 enum Kind {
     /// `y[i] = x[i] + y[i + 1] / 2`: vector arithmetic, streaming traffic.
     Stream,
-    /// `s += x[i]`: scalar arithmetic (a reduction into one element).
+    /// `y[0] += x[i]`: scalar arithmetic (a reduction into one element).
     Reduction,
     /// The stream in innermost loops of four iterations: loop runs.
     ShortLoops,
-    /// `y[j] += x[j · page]`: one line of each of more pages than the TLB holds.
+    /// `y[i] += x[i · page]`: one line of each of more pages than the TLB holds.
     PageWalk,
 }
 
@@ -198,11 +198,17 @@ fn probe(caches: &Caches, kind: Kind, bytes: u64) -> Result<(Vec<f64>, f64), Cal
         Kind::Stream | Kind::ShortLoops => 3 * n,
     };
     let sweeps = (PROBE_ACCESSES / per_sweep).max(1);
+    let i = || SymExpr::sym("i");
     let p = match kind {
         Kind::Stream => stream(n, sweeps, 1),
         Kind::ShortLoops => stream(n, sweeps, 4),
-        Kind::Reduction => reduction(2 * n, sweeps),
-        Kind::PageWalk => page_walk(pages, page_floats, sweeps),
+        // `y[0] += x[i]`: a reduction into one element.
+        Kind::Reduction => accumulation((2 * n, 1), 2 * n, sweeps, i(), SymExpr::Int(0)),
+        // `y[i] += x[i · page]`: every access touches another page, each page only one line.
+        Kind::PageWalk => {
+            let at = i() * page_floats as i64;
+            accumulation((pages * page_floats, pages), pages, sweeps, at, i())
+        }
     };
     let rate = (ANALYZED_ACCESSES as f64 / (per_sweep * sweeps) as f64).min(1.0);
     let opts = Options {
@@ -266,52 +272,32 @@ fn stream(n: u64, sweeps: u64, inner: i64) -> Program {
     p
 }
 
-/// `s += x[i]` for `sweeps` sweeps over `n` elements: a reduction into one element.
-fn reduction(n: u64, sweeps: u64) -> Program {
-    let mut p = probe_program(&[("x", n, DataKind::Input), ("s", 1, DataKind::Output)]);
-    let params = vec![
-        ("t", Range::upto(sweeps as i64)),
-        ("i", Range::upto(n as i64)),
-    ];
-    p.build(|b| {
-        b.map("sweep", params, Schedule::Sequential, |b| {
-            b.tasklet(
-                "add",
-                vec![In("a", "x", Subset::element([SymExpr::sym("i")]))],
-                vec![Out(
-                    "b",
-                    "s",
-                    Subset::element([SymExpr::Int(0)]),
-                    Some(Wcr::Sum),
-                    TExpr::input("a"),
-                )],
-            );
-        });
-    });
-    p
-}
-
-/// `y[j] += x[j · stride]` for `sweeps` sweeps over `pages` pages of `stride` elements: every
-/// access touches another page, and each page only one line.
-fn page_walk(pages: u64, stride: u64, sweeps: u64) -> Program {
+/// `y[at_y] += x[at_x]` for `i` in `0..count`, `sweeps` times, over an `x` of `x_len` and a `y`
+/// of `y_len` elements (indices in terms of `i`).
+fn accumulation(
+    (x_len, y_len): (u64, u64),
+    count: u64,
+    sweeps: u64,
+    at_x: SymExpr,
+    at_y: SymExpr,
+) -> Program {
     let mut p = probe_program(&[
-        ("x", pages * stride, DataKind::Input),
-        ("y", pages, DataKind::Output),
+        ("x", x_len, DataKind::Input),
+        ("y", y_len, DataKind::Output),
     ]);
-    let j = || SymExpr::sym("j");
     let params = vec![
         ("t", Range::upto(sweeps as i64)),
-        ("j", Range::upto(pages as i64)),
+        ("i", Range::upto(count as i64)),
     ];
     p.build(|b| {
         b.map("sweep", params, Schedule::Sequential, |b| {
             b.tasklet(
                 "add",
-                vec![In("a", "x", Subset::element([j() * stride as i64]))],
+                vec![In("a", "x", Subset::element([at_x]))],
                 vec![Out(
                     "b",
                     "y",
-                    Subset::element([j()]),
+                    Subset::element([at_y]),
                     Some(Wcr::Sum),
                     TExpr::input("a"),
                 )],

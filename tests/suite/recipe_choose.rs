@@ -279,21 +279,30 @@ fn tiling_main(
     }
 }
 
-#[test]
-fn a_dmd_search_over_tile_sizes_picks_the_lowest_and_records_every_candidate() {
-    let (l, space, mut values) =
-        resolved("param tile: int in [0, 2, 4, 8, 16] = 4\nchoose tile by dmd\n");
-    let p = fixture();
+/// The decisions of `recipe` over the tile sizes of the fixture `p`, the values after them, and
+/// the checks each candidate ran with.
+fn tile_search(recipe: &str, p: &Program) -> (Vec<Decision>, Values, Vec<Checks>) {
+    let (l, space, mut values) = resolved(recipe);
     let mut seen = Vec::new();
     let decisions = decide(
         &l,
         &space,
         &mut values,
-        &p,
+        p,
         &opts(&[], Values::new(), false),
         &mut tiling_main(&mut seen),
     )
     .expect("decides");
+    (decisions, values, seen)
+}
+
+#[test]
+fn a_dmd_search_over_tile_sizes_picks_the_lowest_and_records_every_candidate() {
+    let p = fixture();
+    let (decisions, values, seen) = tile_search(
+        "param tile: int in [0, 2, 4, 8, 16] = 4\nchoose tile by dmd\n",
+        &p,
+    );
     assert_eq!(decisions.len(), 1);
     let d = &decisions[0];
     assert_eq!(
@@ -327,19 +336,9 @@ fn a_dmd_search_over_tile_sizes_picks_the_lowest_and_records_every_candidate() {
 /// may take half a minute on a machine that has none kept).
 #[test]
 fn an_estimate_search_scores_candidates_by_the_cost_model() {
-    let (l, space, mut values) =
-        resolved("param tile: int in [0, 4, 8] = 4\nchoose tile by estimate\n");
     let p = fixture();
-    let mut seen = Vec::new();
-    let decisions = decide(
-        &l,
-        &space,
-        &mut values,
-        &p,
-        &opts(&[], Values::new(), false),
-        &mut tiling_main(&mut seen),
-    )
-    .expect("decides");
+    let recipe = "param tile: int in [0, 4, 8] = 4\nchoose tile by estimate\n";
+    let (decisions, _, _) = tile_search(recipe, &p);
     let d = &decisions[0];
     assert_eq!(d.by, "estimate");
     assert_eq!(d.candidates.len(), 3);
