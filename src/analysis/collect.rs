@@ -281,11 +281,11 @@ impl Sink for Collector {
         self.parts.node_flops[node] += flops;
     }
 
-    fn loop_run(&mut self, node: usize, flops: u64, vector: bool) {
+    fn loop_run(&mut self, node: usize, flops: u64, vector: bool, runs: f64) {
         let e = &mut self.parts.node_execution;
         if e.is_empty() {
             e.resize(self.parts.node_flops.len(), Execution::default());
         }
-        e[node].add(flops, vector);
+        e[node].add(flops, vector, runs);
     }
 }

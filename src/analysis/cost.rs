@@ -53,7 +53,7 @@ pub fn features(e: &Entry, levels: usize) -> Vec<f64> {
         e.stats.accesses as f64,
         x.vector_flops as f64,
         x.scalar_flops as f64,
-        x.loop_runs as f64,
+        x.loop_runs,
     ];
     f.extend((0..levels).map(|k| e.stats.level_misses.get(k).copied().unwrap_or(0) as f64));
     f.push(e.stats.tlb_misses as f64);
@@ -222,7 +222,7 @@ mod tests {
         e.execution = Some(crate::analysis::Execution {
             vector_flops: 50,
             scalar_flops: 7,
-            loop_runs: 2,
+            loop_runs: 2.0,
         });
         let want = 500.0 + 5.0 + 7.0 + 6.0 + 200.0 + 100.0 + 60.0;
         assert!((model.estimate_ms(&e) - want / 1e6).abs() < 1e-15);

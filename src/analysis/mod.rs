@@ -86,10 +86,12 @@ pub trait Sink {
     fn access(&mut self, node: usize, array: usize, index: u64, write: bool);
     /// Floating-point operations performed by `node`.
     fn flops(&mut self, node: usize, flops: u64);
-    /// One run of an innermost loop of `node` (or one execution outside any loop) performing
-    /// `flops`, and whether it can run as SIMD lanes; sources that know no loops never call it.
-    fn loop_run(&mut self, node: usize, flops: u64, vector: bool) {
-        let _ = (node, flops, vector);
+    /// A run of an innermost loop of `node` (or one execution outside any loop) performing
+    /// `flops`, whether it can run as SIMD lanes, and how many loop runs it stands for (a
+    /// fraction when the compiler interchanges it with its enclosing loop, see
+    /// [`simd`]); sources that know no loops never call it.
+    fn loop_run(&mut self, node: usize, flops: u64, vector: bool, runs: f64) {
+        let _ = (node, flops, vector, runs);
     }
 }
 
@@ -100,8 +102,9 @@ pub struct Execution {
     pub vector_flops: u64,
     /// FLOPs in loops that cannot (reductions into one element, strided or computed accesses).
     pub scalar_flops: u64,
-    /// Innermost-loop runs (each costs a loop's setup, whatever its length).
-    pub loop_runs: u64,
+    /// Innermost-loop runs (each costs a loop's setup, whatever its length) as the compiled code
+    /// runs them.
+    pub loop_runs: f64,
 }
 
 impl std::iter::Sum for Execution {
@@ -115,13 +118,13 @@ impl std::iter::Sum for Execution {
 }
 
 impl Execution {
-    pub fn add(&mut self, flops: u64, vector: bool) {
+    pub fn add(&mut self, flops: u64, vector: bool, runs: f64) {
         if vector {
             self.vector_flops += flops;
         } else {
             self.scalar_flops += flops;
         }
-        self.loop_runs += 1;
+        self.loop_runs += runs;
     }
 }
 

@@ -6,8 +6,9 @@
 //! and no element is read at a computed index. A write with conflict resolution that stays put
 //! is a reduction, which strict IEEE arithmetic keeps scalar. The walk also tries the enclosing
 //! loop of the same map in the inner one's place, as gcc's loop interchange does (it turns a
-//! naive `i, j, k` matmul into `i, k, j` and vectorizes that); other compiler decisions (cost
-//! models, outer-loop vectorization, gathers) are not foreseen.
+//! naive `i, j, k` matmul into `i, k, j` and vectorizes that), and then counts the runs of the
+//! interchanged inner loop; other compiler decisions (cost models, outer-loop vectorization,
+//! gathers) are not foreseen.
 
 use crate::interp::plan::TaskletStep;
 

@@ -22,7 +22,7 @@ use crate::interp::InterpError;
 use crate::ir::NodeId;
 use std::collections::BTreeMap;
 
-/// An innermost loop: `slot = lo, lo + st, …`, `count` iterations.
+/// A loop: `slot = lo, lo + st, …`, `count` iterations.
 #[derive(Clone, Copy)]
 struct Loop {
     slot: usize,
@@ -70,7 +70,7 @@ impl<'a> Walker<'a> {
             Step::Tasklet(t) => {
                 self.execution(t, s)?;
                 let flops = self.flops(t, 1);
-                self.sink.loop_run(self.node, flops, false);
+                self.sink.loop_run(self.node, flops, false, 1.0);
                 Ok(())
             }
         }
@@ -98,9 +98,15 @@ impl<'a> Walker<'a> {
             // The loop around this one in the same map, which a compiler may interchange with it
             // when this loop's range does not depend on it.
             let outer = k.checked_sub(1).and_then(|o| {
-                let (oslot, [_, _, ostep]) = &params[o];
+                let (oslot, [ostart, oend, ostep]) = &params[o];
                 let free = ![start, end, step].iter().any(|b| b.uses(*oslot));
-                free.then(|| Some((*oslot, ostep.eval(s)?.max(1))))?
+                let (lo, hi, st) = (ostart.eval(s)?, oend.eval(s)?, ostep.eval(s)?.max(1));
+                (free && hi > lo).then(|| Loop {
+                    slot: *oslot,
+                    lo,
+                    st,
+                    count: (hi - lo - 1) / st + 1,
+                })
             });
             let lp = Loop {
                 slot: *slot,
@@ -122,11 +128,11 @@ impl<'a> Walker<'a> {
     /// Streams the innermost loop `lp` over `body` with affine accesses stepped; false (nothing
     /// streamed) when the body holds a map or an affine access leaves its container at either
     /// end of the loop, so the caller walks it plainly. `outer` is the enclosing loop of the
-    /// same map (slot and step) when the two could be interchanged.
+    /// same map when the two could be interchanged.
     fn strided(
         &mut self,
         lp: Loop,
-        outer: Option<(usize, i64)>,
+        outer: Option<Loop>,
         body: &[Step],
         s: &mut [i64],
     ) -> Result<bool, InterpError> {
@@ -189,16 +195,22 @@ impl<'a> Walker<'a> {
             Ok(())
         })();
         let steps: Vec<Option<i64>> = linear.iter().map(|l| l.map(|(_, step)| step)).collect();
-        let vector = simd::lanes(&tasklets, &steps, count)
-            || outer.is_some_and(|(oslot, ost)| {
+        // Runs as written, or — when only the interchanged nest vectorizes — this run's share of
+        // the interchanged inner loop's runs (`count` of them per `outer.count` of these).
+        let (vector, runs) = if simd::lanes(&tasklets, &steps, count) {
+            (true, 1.0)
+        } else {
+            let swapped = outer.filter(|o| {
                 s[slot] = lo;
-                let steps = self.steps_along(&tasklets, oslot, ost, s);
-                simd::lanes(&tasklets, &steps, 2)
+                let steps = self.steps_along(&tasklets, o.slot, o.st, s);
+                simd::lanes(&tasklets, &steps, o.count)
             });
+            swapped.map_or((false, 1.0), |o| (true, count as f64 / o.count as f64))
+        };
         self.linear = linear;
         result?;
         let flops = (tasklets.iter()).map(|t| self.flops(t, count as u64)).sum();
-        self.sink.loop_run(self.node, flops, vector);
+        self.sink.loop_run(self.node, flops, vector, runs);
         Ok(true)
     }
 
