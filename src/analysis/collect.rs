@@ -281,6 +281,11 @@ impl Sink for Collector {
         self.parts.node_flops[node] += flops;
     }
 
+    /// Only with caches modelled: the loops feed the cost model, which needs them.
+    fn counts_loops(&self) -> bool {
+        !self.capacities.is_empty()
+    }
+
     fn loop_run(&mut self, node: usize, flops: u64, vector: bool, runs: f64) {
         let e = &mut self.parts.node_execution;
         if e.is_empty() {

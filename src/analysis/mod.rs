@@ -93,6 +93,11 @@ pub trait Sink {
     fn loop_run(&mut self, node: usize, flops: u64, vector: bool, runs: f64) {
         let _ = (node, flops, vector, runs);
     }
+    /// Whether [`Sink::loop_run`] is wanted: judging each loop costs work per loop entry that
+    /// only the cost model uses.
+    fn counts_loops(&self) -> bool {
+        false
+    }
 }
 
 /// How the arithmetic of a program or node runs, as the innermost loops show it.

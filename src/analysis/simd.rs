@@ -14,12 +14,16 @@ use crate::interp::plan::TaskletStep;
 
 /// Whether a loop of `count` iterations over `tasklets` runs as lanes, given each access's step
 /// in elements (inputs then outputs, tasklet after tasklet; `None` when it is not affine).
-pub(super) fn lanes(tasklets: &[&TaskletStep], steps: &[Option<i64>], count: i64) -> bool {
+pub(super) fn lanes<'a>(
+    mut tasklets: impl Iterator<Item = &'a TaskletStep>,
+    steps: impl IntoIterator<Item = Option<i64>>,
+    count: i64,
+) -> bool {
     if count < 2 {
         return false;
     }
-    let mut step = steps.iter();
-    tasklets.iter().all(|t| {
+    let mut step = steps.into_iter();
+    tasklets.all(|t| {
         let reads = (t.inputs.iter()).all(|_| matches!(step.next(), Some(Some(0 | 1))));
         let writes = (t.outputs.iter()).all(|(_, wcr, _)| match step.next() {
             Some(Some(1)) => true,

@@ -70,7 +70,9 @@ impl<'a> Walker<'a> {
             Step::Tasklet(t) => {
                 self.execution(t, s)?;
                 let flops = self.flops(t, 1);
-                self.sink.loop_run(self.node, flops, false, 1.0);
+                if self.sink.counts_loops() {
+                    self.sink.loop_run(self.node, flops, false, 1.0);
+                }
                 Ok(())
             }
         }
@@ -142,16 +144,19 @@ impl<'a> Walker<'a> {
             st,
             count,
         } = lp;
-        let mut tasklets = Vec::with_capacity(body.len());
-        for b in body {
-            match b {
-                Step::Tasklet(t) => tasklets.push(t),
-                Step::Map { .. } => return Ok(false),
-            }
+        if body.iter().any(|b| matches!(b, Step::Map { .. })) {
+            return Ok(false);
         }
+        // Every step of the body is a tasklet (no allocation: this runs per loop entry).
+        let tasklets = || {
+            body.iter().filter_map(|b| match b {
+                Step::Tasklet(t) => Some(t),
+                Step::Map { .. } => None,
+            })
+        };
         self.linear.clear();
         let last = lo + (count - 1) * st;
-        for t in &tasklets {
+        for t in tasklets() {
             let accesses = t.inputs.iter().chain(t.outputs.iter().map(|(a, _, _)| a));
             for a in accesses {
                 let stepped = |d: &CIdx| matches!(d, CIdx::Affine { .. }) || !d.uses(slot);
@@ -177,7 +182,7 @@ impl<'a> Walker<'a> {
             for i in 0..count {
                 s[slot] = lo + i * st;
                 let mut probe = linear.iter();
-                for t in &tasklets {
+                for t in tasklets() {
                     for a in &t.inputs {
                         let off = self.at(probe.next(), i, t.node, a, s)?;
                         self.sink.access(self.node, a.data, off, false);
@@ -194,31 +199,44 @@ impl<'a> Walker<'a> {
             }
             Ok(())
         })();
-        let steps: Vec<Option<i64>> = linear.iter().map(|l| l.map(|(_, step)| step)).collect();
-        // Runs as written, or — when only the interchanged nest vectorizes — this run's share of
-        // the interchanged inner loop's runs (`count` of them per `outer.count` of these).
-        let (vector, runs) = if simd::lanes(&tasklets, &steps, count) {
-            (true, 1.0)
-        } else {
-            let swapped = outer.filter(|o| {
-                s[slot] = lo;
-                let steps = self.steps_along(&tasklets, o.slot, o.st, s);
-                simd::lanes(&tasklets, &steps, o.count)
-            });
-            swapped.map_or((false, 1.0), |o| (true, count as f64 / o.count as f64))
-        };
         self.linear = linear;
         result?;
-        let flops = (tasklets.iter()).map(|t| self.flops(t, count as u64)).sum();
-        self.sink.loop_run(self.node, flops, vector, runs);
+        let flops = tasklets().map(|t| self.flops(t, count as u64)).sum();
+        if self.sink.counts_loops() {
+            let (vector, runs) = self.vectorizes(tasklets, lp, outer, s);
+            self.sink.loop_run(self.node, flops, vector, runs);
+        }
         Ok(true)
+    }
+
+    /// Whether the innermost loop `lp` over `tasklets` runs as SIMD lanes, and how many loop
+    /// runs it stands for: 1 as written, or — when only the nest interchanged with `outer`
+    /// vectorizes — its share of the interchanged inner loop's runs (`lp.count` of them per
+    /// `outer.count` of these).
+    fn vectorizes<'b, I: Iterator<Item = &'b TaskletStep>>(
+        &self,
+        tasklets: impl Fn() -> I,
+        lp: Loop,
+        outer: Option<Loop>,
+        s: &mut [i64],
+    ) -> (bool, f64) {
+        let inner = self.linear.iter().map(|l| l.map(|(_, step)| step));
+        if simd::lanes(tasklets(), inner, lp.count) {
+            return (true, 1.0);
+        }
+        let swapped = outer.filter(|o| {
+            s[lp.slot] = lp.lo;
+            let steps = self.steps_along(tasklets(), o.slot, o.st, s);
+            simd::lanes(tasklets(), steps, o.count)
+        });
+        swapped.map_or((false, 1.0), |o| (true, lp.count as f64 / o.count as f64))
     }
 
     /// How far each access of `tasklets` (inputs, then outputs) moves when slot `slot` moves by
     /// `step` from `s`, in elements; `None` for an access not affine in it or out of bounds.
-    fn steps_along(
+    fn steps_along<'b>(
         &self,
-        tasklets: &[&TaskletStep],
+        tasklets: impl Iterator<Item = &'b TaskletStep>,
         slot: usize,
         step: i64,
         s: &mut [i64],

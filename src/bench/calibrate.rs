@@ -54,15 +54,15 @@ pub enum CalibrateError {
 /// is none or `fresh` asks for one (kept for next time unless the machine was busy meanwhile).
 /// The flag says whether it was measured now.
 pub fn cost_model(caches: &Caches, fresh: bool) -> Result<(CostModel, bool), CalibrateError> {
-    let fingerprint = fingerprint(caches);
     let memo = MEMO.get_or_init(Mutex::default);
     let mut memo = memo.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(model) =
-        (memo.as_ref()).filter(|m| !fresh && m.fingerprint == fingerprint && m.caches == *caches)
-    {
+    // The CPU and compiler do not change within a process: the same caches mean the same
+    // machine, without running the compiler again for its fingerprint (a search asks per
+    // candidate).
+    if let Some(model) = memo.as_ref().filter(|m| !fresh && m.caches == *caches) {
         return Ok((model.clone(), false));
     }
-    let (model, measured) = kept_or_calibrated(caches, fingerprint, fresh)?;
+    let (model, measured) = kept_or_calibrated(caches, fingerprint(caches), fresh)?;
     *memo = Some(model.clone());
     Ok((model, measured))
 }

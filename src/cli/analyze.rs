@@ -144,7 +144,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
         return compare(args, model, recipe, &opts);
     }
     let mut report = run_analysis(subject.source(None)?.as_ref(), &opts)?;
-    if let Some(model) = cost_model(args)? {
+    if let Some(model) = cost_model(args, opts.caches.as_ref())? {
         report.estimate(&model);
     }
     if let Some(path) = &args.plot {
@@ -155,12 +155,11 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<(), CliError> {
 
 /// This machine's cost model when `--machine` names no file (another machine's costs cannot
 /// be measured here), calibrated now when none is kept or `--calibrate` asks.
-fn cost_model(args: &AnalyzeArgs) -> Result<Option<CostModel>, CliError> {
-    if args.machine.as_deref() != Some(Path::new("auto")) {
+fn cost_model(args: &AnalyzeArgs, caches: Option<&Caches>) -> Result<Option<CostModel>, CliError> {
+    let Some(caches) = caches.filter(|_| args.machine.as_deref() == Some(Path::new("auto"))) else {
         return Ok(None);
-    }
-    let caches = Caches::detect().map_err(AnalysisError::from)?;
-    let (model, measured) = crate::bench::calibrate::cost_model(&caches, args.calibrate)?;
+    };
+    let (model, measured) = crate::bench::calibrate::cost_model(caches, args.calibrate)?;
     if measured {
         eprintln!("calibrated this machine's costs (ns): {}", model.describe());
         for p in &model.probes {

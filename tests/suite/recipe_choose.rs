@@ -333,7 +333,7 @@ fn a_dmd_search_over_tile_sizes_picks_the_lowest_and_records_every_candidate() {
 }
 
 /// `by estimate` scores each candidate with the cost model (calibrated on first use: this test
-/// may take half a minute on a machine that has none kept).
+/// may take twenty seconds on a machine that has none kept).
 #[test]
 fn an_estimate_search_scores_candidates_by_the_cost_model() {
     let p = fixture();
