@@ -112,14 +112,18 @@ impl CostModel {
     /// measured nanoseconds: least squares of the *relative* errors (each row divided by its
     /// time, so a probe of microseconds counts as much as one of milliseconds), with any cost
     /// that comes out negative (noise on a level whose traffic barely differs between rows) set
-    /// to zero and the others fitted again. `None` when the rows do not determine the costs.
+    /// to zero and the others fitted again. A feature no row has (TLB misses where the machine
+    /// does not say how big its TLB is, so no probe walks pages) costs zero: nothing measured
+    /// says otherwise. `None` when the rows do not determine the costs.
     pub fn fit(rows: &[(Vec<f64>, f64)]) -> Option<Vec<f64>> {
         let n = rows.first()?.0.len();
         let rows: Vec<(Vec<f64>, f64)> = (rows.iter())
             .filter(|(_, y)| *y > 0.0)
             .map(|(x, y)| (x.iter().map(|v| v / y).collect(), 1.0))
             .collect();
-        let mut free: Vec<usize> = (0..n).collect();
+        let mut free: Vec<usize> = (0..n)
+            .filter(|&c| rows.iter().any(|(x, _)| x[c] != 0.0))
+            .collect();
         loop {
             let sol = least_squares(&rows, &free)?;
             let Some(worst) = (0..free.len()).min_by(|&a, &b| sol[a].total_cmp(&sol[b])) else {
@@ -184,6 +188,19 @@ mod tests {
         for (g, c) in got.iter().zip(costs) {
             assert!((g - c).abs() < 1e-9, "{got:?}");
         }
+    }
+
+    #[test]
+    fn a_feature_no_row_has_costs_zero() {
+        // No probe walked pages (the machine did not say how big its TLB is): the last column is
+        // zero everywhere, and the others are still determined.
+        let rows = vec![(vec![1.0, 0.0, 0.0], 2.0), (vec![1.0, 1.0, 0.0], 5.0)];
+        let got = CostModel::fit(&rows).expect("determined");
+        assert_eq!(got[2], 0.0);
+        assert!(
+            (got[0] - 2.0).abs() < 1e-9 && (got[1] - 3.0).abs() < 1e-9,
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -230,24 +230,41 @@ pub(super) fn reference(
     let kernel: Vec<usize> = axes.iter().map(|a| a.kernel as usize).collect();
     let (cg, mg) = (shape.in_per_group as usize, shape.out_per_group() as usize);
     let (xs, ws) = (x.strides(), w.strides());
-    let mut y = Vec::new();
-    for n in 0..x.shape[0] {
-        for m in 0..shape.out_channels as usize {
-            let g = m / mg;
-            let w0 = zero.w_at(m);
-            for o in multi_indices(&out_spatial) {
-                let mut acc = bias.map_or(0.0, |b| b.get_f64(m));
-                for c in 0..cg {
-                    for k in multi_indices(&kernel) {
-                        let Tap::Input(at) = tap(&axes, &o, &k) else {
-                            continue;
-                        };
-                        let xo = n * xs[0] + (g * cg + c) * xs[1] + offset(&xs[2..], &at);
-                        let wo = m * ws[0] + c * ws[1] + offset(&ws[2..], &k);
-                        acc += (x.get_f64(xo) - zero.x) * (w.get_f64(wo) - w0);
+    let xv: Vec<f64> = x.to_f64_vec().into_iter().map(|v| v - zero.x).collect();
+    let outs: Vec<Vec<usize>> = multi_indices(&out_spatial).collect();
+    let ks: Vec<Vec<usize>> = multi_indices(&kernel).collect();
+    // taps[k][o]: the spatial offset in X that window element k of output o reads, or None in
+    // the padding — classified once instead of once per channel pair.
+    let taps: Vec<Vec<Option<usize>>> = (ks.iter())
+        .map(|k| {
+            (outs.iter())
+                .map(|o| match tap(&axes, o, k) {
+                    Tap::Input(at) => Some(offset(&xs[2..], &at)),
+                    Tap::Pad | Tap::Outside => None,
+                })
+                .collect()
+        })
+        .collect();
+    let mut y = vec![0.0; x.shape[0] * shape.out_channels as usize * outs.len()];
+    // Each output sums the bias, then over c, then over k: the order of a textbook loop nest,
+    // with the output positions innermost so the taps are walked contiguously.
+    for (nm, y_row) in y.chunks_mut(outs.len().max(1)).enumerate() {
+        let (n, m) = (
+            nm / shape.out_channels as usize,
+            nm % shape.out_channels as usize,
+        );
+        let g = m / mg;
+        let w0 = zero.w_at(m);
+        y_row.fill(bias.map_or(0.0, |b| b.get_f64(m)));
+        for c in 0..cg {
+            let x_base = n * xs[0] + (g * cg + c) * xs[1];
+            for (k, row_taps) in ks.iter().zip(&taps) {
+                let wv = w.get_f64(m * ws[0] + c * ws[1] + offset(&ws[2..], k)) - w0;
+                for (acc, at) in y_row.iter_mut().zip(row_taps) {
+                    if let Some(at) = at {
+                        *acc += xv[x_base + at] * wv;
                     }
                 }
-                y.push(acc);
             }
         }
     }
@@ -282,6 +299,15 @@ impl Channels {
         }
     }
 
+    /// The spatial axis (0-based, in the window's order) stored at position `d` of a tensor of
+    /// rank `rank`, or `None` for the batch and channel positions.
+    fn spatial_axis(self, d: usize, rank: usize) -> Option<usize> {
+        match self {
+            Channels::First => d.checked_sub(2),
+            Channels::Last => (d >= 1 && d + 1 < rank).then(|| d - 1),
+        }
+    }
+
     /// Items given in this layout's order put channels-first (the inverse of [`Self::order`]).
     fn to_first<T>(self, mut v: Vec<T>) -> Vec<T> {
         if self == Channels::Last && v.len() > 1 {
@@ -293,78 +319,107 @@ impl Channels {
     }
 }
 
+/// What every expansion of a convolution starts from: the names of X, W, the optional bias and
+/// Y with the descriptors of X and Y, the geometry (X read in `layout`), and the label the
+/// expansion's maps are named after.
+pub(super) struct Parts {
+    x: String,
+    xd: DataDesc,
+    w: String,
+    bias: Option<String>,
+    y: String,
+    yd: DataDesc,
+    shape: ConvShape,
+    label: String,
+}
+
+impl Parts {
+    pub(super) fn new(ctx: &ExpandCtx, layout: Channels) -> Result<Parts, OpError> {
+        let (x, xd) = ctx.input(0)?.clone();
+        let (w, wd) = ctx.input(1)?;
+        let bias = ctx.inputs.get(2).cloned().flatten();
+        let (y, yd) = ctx.output(0)?.clone();
+        let shape = ConvShape::new(
+            NAME,
+            ctx.node,
+            &layout.to_first(xd.shape.clone()),
+            &wd.shape,
+            bias.as_ref().map(|(_, d)| d.shape.as_slice()),
+        )?;
+        Ok(Parts {
+            x,
+            xd,
+            w: w.clone(),
+            bias: bias.map(|(b, _)| b),
+            y,
+            yd,
+            shape,
+            label: ctx.label.clone(),
+        })
+    }
+}
+
 /// The direct expansion in either layout: an init map writing the bias (or zero) into Y, then
 /// [`accumulate`] — over a padded copy of X when `padded` and X is padded at all.
 fn direct(ctx: &mut ExpandCtx, layout: Channels, padded: bool) -> Result<(), OpError> {
-    let (x, xd) = ctx.input(0)?.clone();
-    let (w, wd) = ctx.input(1)?.clone();
-    let bias = ctx.inputs.get(2).cloned().flatten();
-    let (y, yd) = ctx.output(0)?.clone();
-    let shape = ConvShape::new(
-        NAME,
-        ctx.node,
-        &layout.to_first(xd.shape.clone()),
-        &wd.shape,
-        bias.as_ref().map(|(_, d)| d.shape.as_slice()),
-    )?;
-    let label = ctx.label.clone();
-    let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
+    let p = Parts::new(ctx, layout)?;
     bias_init_at(
         ctx.b,
-        &label,
-        &y,
-        &yd.shape,
-        bias_name,
-        layout.channel_axis(yd.shape.len()),
+        &p.label,
+        &p.y,
+        &p.yd.shape,
+        p.bias.as_deref(),
+        layout.channel_axis(p.yd.shape.len()),
     );
-    let xp =
-        (padded && shape.window.is_padded()).then(|| pad_copy(ctx, &shape.window, &x, &xd, &label));
+    let xp = (padded && p.shape.window.is_padded())
+        .then(|| pad_copy(ctx, &p.shape.window, &p.x, &p.xd, &p.label, layout));
     let operands = Operands {
-        x: xp.as_deref().unwrap_or(&x),
-        w: &w,
+        x: xp.as_deref().unwrap_or(&p.x),
+        w: &p.w,
         x_zero: None,
         w_zero: None,
         x_padded: xp.is_some(),
     };
-    accumulate(ctx.b, &label, &shape, layout, operands, &y);
+    accumulate(ctx.b, &p.label, &p.shape, layout, operands, &p.y);
     Ok(())
 }
 
-/// Appends the copy of channels-first X with its padding written out as zeros, `xp[n, c, p…]`
-/// over [`Window::padded_extents`], and returns its name: zeros written to the border only (see
-/// [`zero_border`]), then X copied into the interior (`xp[n, c, pad + i…] = X[n, c, i…]` over
-/// the input positions some window reads), maps that vectorize. The maps reading `xp` then read
-/// every element unconditionally and contiguously, with no test for padding per window element.
+/// Appends the copy of X (laid out as `layout` says) with its padding written out as zeros,
+/// `xp[n, c, p…]` over [`Window::padded_extents`] (`xp[n, p…, c]` channels-last), and returns
+/// its name: zeros written to the border only (see [`zero_border`]), then X copied into the
+/// interior (`xp[n, c, pad + i…] = X[n, c, i…]` over the input positions some window reads),
+/// maps that vectorize. The maps reading `xp` then read every element unconditionally and
+/// contiguously, with no test for padding per window element.
 pub(super) fn pad_copy(
     ctx: &mut ExpandCtx,
     window: &Window,
     x: &str,
     xd: &DataDesc,
     label: &str,
+    layout: Channels,
 ) -> String {
-    let lead = &xd.shape[..2];
+    let first = layout.to_first(xd.shape.clone());
+    let lead = &first[..2];
     let extents = window.padded_extents();
-    let xp_shape: Vec<SymExpr> = lead.iter().cloned().chain(extents.clone()).collect();
-    let xp = ctx
-        .b
-        .transient(&format!("{label}_padded"), xd.dtype, xp_shape.clone());
+    let xp_first: Vec<SymExpr> = lead.iter().cloned().chain(extents.clone()).collect();
+    let xp = ctx.b.transient(
+        &format!("{label}_padded"),
+        xd.dtype,
+        layout.order(xp_first.clone()),
+    );
     let read: Vec<SymExpr> = (window.axes.iter().zip(&extents))
         .map(|(a, p)| a.input.clone().min(p - &a.pad_begin).simplify())
         .collect();
     let interior: Vec<Range> = (window.axes.iter().zip(&read))
         .map(|(a, r)| Range::new(a.pad_begin.clone(), (&a.pad_begin + r).simplify()))
         .collect();
-    zero_border(
-        ctx.b,
-        &format!("{label}_pad_zero"),
-        &xp,
-        &xp_shape,
-        &interior,
-    );
-    let copied: Vec<SymExpr> = lead.iter().cloned().chain(read).collect();
+    let border = format!("{label}_pad_zero");
+    zero_border(ctx.b, &border, &xp, &xp_first, &interior, layout);
+    let copied = layout.order(lead.iter().cloned().chain(read).collect());
     let (params, idx) = params_over("i", &copied);
+    let rank = idx.len();
     let xp_idx = (idx.iter().enumerate())
-        .map(|(d, i)| match d.checked_sub(2) {
+        .map(|(d, i)| match layout.spatial_axis(d, rank) {
             Some(axis) => (i + &window.axes[axis].pad_begin).simplify(),
             None => i.clone(),
         })
@@ -383,40 +438,50 @@ pub(super) fn pad_copy(
     xp
 }
 
-/// Zeros in every element of `xp` (shape `[n, c, spatial…]`) outside the box `interior` of its
-/// spatial axes, which the copy of X overwrites on every run anyway (zeroing all of `xp` first
-/// wrote each feature map twice). The border is cut into slabs, two per spatial axis: on axis
-/// `k` the part before and the part after the interior, over the interior of the axes before
-/// `k` and the whole of the axes after it — disjoint, and together exactly the complement. A
-/// slab that is empty for constant extents is left out.
-fn zero_border(b: &mut ScopeBuilder, label: &str, xp: &str, shape: &[SymExpr], interior: &[Range]) {
-    let (_, idx) = params_over("i", shape);
+/// Zeros in every element of `xp` (shape `[n, c, spatial…]` in channels-first order, stored as
+/// `layout` says) outside the box `interior` of its spatial axes, which the copy of X
+/// overwrites on every run anyway (zeroing all of `xp` first wrote each feature map twice). The
+/// border is cut into slabs, two per spatial axis: on axis `k` the part before and the part
+/// after the interior, over the interior of the axes before `k` and the whole of the axes after
+/// it — disjoint, and together exactly the complement. A slab that is empty for constant
+/// extents is left out.
+fn zero_border(
+    b: &mut ScopeBuilder,
+    label: &str,
+    xp: &str,
+    first: &[SymExpr],
+    interior: &[Range],
+    layout: Channels,
+) {
     for (k, inside) in interior.iter().enumerate() {
         let axis = k + 2;
         let sides = [
             ("lo", Range::new(0, inside.start.clone())),
-            ("hi", Range::new(inside.end.clone(), shape[axis].clone())),
+            ("hi", Range::new(inside.end.clone(), first[axis].clone())),
         ];
         for (side, slab) in sides {
             if slab.len().as_int().is_some_and(|n| n <= 0) {
                 continue;
             }
-            let ranges = (0..shape.len()).map(|d| match d {
+            let ranges = (0..first.len()).map(|d| match d {
                 d if d == axis => slab.clone(),
                 d if d >= 2 && d < axis => interior[d - 2].clone(),
-                d => Range::upto(shape[d].clone()),
+                d => Range::upto(first[d].clone()),
             });
-            let params: Vec<(String, Range)> = ranges
-                .enumerate()
-                .map(|(d, r)| (format!("i{d}"), r))
-                .collect();
+            let params: Vec<(String, Range)> = layout.order(
+                ranges
+                    .enumerate()
+                    .map(|(d, r)| (format!("i{d}"), r))
+                    .collect(),
+            );
+            let idx = params.iter().map(|(n, _)| SymExpr::sym(n.as_str()));
             let name = format!("{label}_{k}_{side}");
             element_map(
                 b,
                 &name,
                 &params,
                 Vec::new(),
-                (xp, idx.clone()),
+                (xp, idx.collect()),
                 None,
                 TExpr::Const(0.0),
             );

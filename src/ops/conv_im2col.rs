@@ -14,13 +14,20 @@
 //! The price is the column buffer, `K` times the input, and two copies of the weights' and
 //! outputs' size. The `g` axis is omitted when `group = 1`, as in the direct expansion.
 //!
+//! NhwcConv (channels-last X and Y) has its own orientation, [`expand_last`]: the product is
+//! `[spatial × channels]`, so the micro-kernel's SIMD lanes run over output channels (a
+//! multiple of the vector width in the networks people build) instead of over the spatial
+//! positions, which shrink to 7×7 in a network's last stages and leave most lanes idle.
+//!
 //! Padding never reads out of range: the copy reads a clamped in-bounds element and a select on
 //! the index (from [`Window::read_index`](super::super::window::Window::read_index)) stores 0
 //! where the window position is padding.
 
-use super::ConvShape;
+use super::{Channels, Parts};
+use crate::ir::build::ScopeBuilder;
 use crate::ir::{BinOp, Range, SymExpr, TExpr, Wcr};
 use crate::ops::support::{element_map, params_over, Read};
+use crate::ops::window::bias_init_at;
 use crate::ops::{ExpandCtx, OpError};
 
 /// Index names with their ranges.
@@ -41,30 +48,85 @@ fn linear(axes: &[(String, Range)]) -> (SymExpr, SymExpr) {
     )
 }
 
+/// The window axes of a convolution: kernel and output positions with their linear offsets
+/// and volumes.
+struct WindowAxes {
+    kernel: Axes,
+    ks: Vec<SymExpr>,
+    k_at: SymExpr,
+    k_volume: SymExpr,
+    output: Axes,
+    os: Vec<SymExpr>,
+    o_at: SymExpr,
+    o_volume: SymExpr,
+}
+
+impl WindowAxes {
+    fn new(p: &Parts) -> WindowAxes {
+        let (kernel, ks) = params_over("k", &p.shape.window.kernel_shape());
+        let (output, os) = params_over("o", &p.shape.window.output_shape());
+        let (k_at, k_volume) = linear(&kernel);
+        let (o_at, o_volume) = linear(&output);
+        WindowAxes {
+            kernel,
+            ks,
+            k_at,
+            k_volume,
+            output,
+            os,
+            o_at,
+            o_volume,
+        }
+    }
+
+    /// The tensor the im2col copy reads and the spatial positions of window element `k` of
+    /// output `o` in it: a padded copy of X ([`super::pad_copy`]) when X is padded at all, so
+    /// the copy needs no test per element, else X itself.
+    fn source(&self, ctx: &mut ExpandCtx, p: &Parts, layout: Channels) -> (String, Vec<SymExpr>) {
+        let window = &p.shape.window;
+        if !window.is_padded() {
+            return (p.x.clone(), window.read_index(&self.os, &self.ks).0);
+        }
+        let positions = (window.axes.iter().zip(&self.os).zip(&self.ks))
+            .map(|((a, o), k)| (o * a.stride + k * a.dilation).simplify());
+        let xp = super::pad_copy(ctx, window, &p.x, &p.xd, &p.label, layout);
+        (xp, positions.collect())
+    }
+}
+
+/// Appends the GEMM accumulation `out[out_idx] += a[a_idx] · b[b_idx]` over `params`.
+fn product(
+    b: &mut ScopeBuilder,
+    label: &str,
+    params: &Axes,
+    a: (&str, Vec<SymExpr>),
+    w: (&str, Vec<SymExpr>),
+    out: (&str, Vec<SymExpr>),
+) {
+    let reads = vec![Read::new("a", a.0, a.1), Read::new("b", w.0, w.1)];
+    let value = TExpr::binary(BinOp::Mul, TExpr::input("a"), TExpr::input("b"));
+    element_map(
+        b,
+        &format!("{label}_gemm"),
+        params,
+        reads,
+        out,
+        Some(Wcr::Sum),
+        value,
+    );
+}
+
 /// Appends the weight matrix, the im2col copy, the bias/zero initialisation, the GEMM
-/// accumulation and the copy of the product matrix into Y.
+/// accumulation and the copy of the product matrix into Y (Conv, channels-first).
 pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
-    let (x, xd) = ctx.input(0)?.clone();
-    let (w, wd) = ctx.input(1)?.clone();
-    let bias = ctx.inputs.get(2).cloned().flatten();
-    let (y, _) = ctx.output(0)?.clone();
-    let shape = ConvShape::new(
-        super::NAME,
-        ctx.node,
-        &xd.shape,
-        &wd.shape,
-        bias.as_ref().map(|(_, d)| d.shape.as_slice()),
-    )?;
-    let label = ctx.label.clone();
-    let window = &shape.window;
-    let (kernel, ks) = params_over("k", &window.kernel_shape());
-    let (output, os) = params_over("o", &window.output_shape());
-    let (k_at, k_volume) = linear(&kernel);
-    let (o_at, o_volume) = linear(&output);
+    let p = Parts::new(ctx, Channels::First)?;
+    let shape = &p.shape;
+    let label = p.label.as_str();
+    let ax = WindowAxes::new(&p);
     let channel = ("c".to_string(), Range::upto(shape.in_per_group));
     let c = SymExpr::sym("c");
-    let row = (c.clone() * &k_volume + k_at).simplify();
-    let rows = (&k_volume * shape.in_per_group).simplify();
+    let row = (c.clone() * &ax.k_volume + ax.k_at.clone()).simplify();
+    let rows = (&ax.k_volume * shape.in_per_group).simplify();
     let batch = ("n".to_string(), Range::upto(shape.batch.clone()));
     let n = SymExpr::sym("n");
     let grouped = shape.group > 1;
@@ -76,7 +138,7 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     } else {
         SymExpr::Int(0)
     };
-    let dtype = xd.dtype;
+    let dtype = p.xd.dtype;
 
     // wmat[m, c·K + k] = W[m, c, k…].
     let wmat = ctx.b.transient(
@@ -88,14 +150,16 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let m = SymExpr::sym("m");
     let weight_params: Axes = [out_channel.clone(), channel.clone()]
         .into_iter()
-        .chain(kernel.iter().cloned())
+        .chain(ax.kernel.iter().cloned())
         .collect();
-    let w_idx = [m.clone(), c.clone()].into_iter().chain(ks.iter().cloned());
+    let w_idx = [m.clone(), c.clone()]
+        .into_iter()
+        .chain(ax.ks.iter().cloned());
     element_map(
         ctx.b,
         &format!("{label}_weights"),
         &weight_params,
-        vec![Read::new("w", &w, w_idx.collect())],
+        vec![Read::new("w", &p.w, w_idx.collect())],
         (&wmat, vec![m.clone(), row.clone()]),
         None,
         TExpr::input("w"),
@@ -105,18 +169,10 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let col_shape = [shape.batch.clone()]
         .into_iter()
         .chain(grouped.then_some(SymExpr::Int(shape.group)))
-        .chain([rows.clone(), o_volume.clone()])
+        .chain([rows.clone(), ax.o_volume.clone()])
         .collect();
     let col = ctx.b.transient(&format!("{label}_col"), dtype, col_shape);
-    let (x_spatial, padded) = if window.is_padded() {
-        let positions = (window.axes.iter().zip(&os).zip(&ks))
-            .map(|((a, o), k)| (o * a.stride + k * a.dilation).simplify());
-        let xp = super::pad_copy(ctx, window, &x, &xd, &label);
-        (positions.collect(), Some(xp))
-    } else {
-        (window.read_index(&os, &ks).0, None)
-    };
-    let x_source = padded.as_deref().unwrap_or(&x);
+    let (x_source, x_spatial) = ax.source(ctx, &p, Channels::First);
     let x_idx = [n.clone(), (&g * shape.in_per_group + c.clone()).simplify()]
         .into_iter()
         .chain(x_spatial)
@@ -124,17 +180,21 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let copy_params: Axes = lead
         .iter()
         .chain([&channel])
-        .chain(&kernel)
-        .chain(&output)
+        .chain(&ax.kernel)
+        .chain(&ax.output)
         .cloned()
         .collect();
-    let col_at =
-        |r: SymExpr| -> Vec<SymExpr> { syms(&lead).into_iter().chain([r, o_at.clone()]).collect() };
+    let col_at = |r: SymExpr| -> Vec<SymExpr> {
+        syms(&lead)
+            .into_iter()
+            .chain([r, ax.o_at.clone()])
+            .collect()
+    };
     element_map(
         ctx.b,
         &format!("{label}_im2col"),
         &copy_params,
-        vec![Read::new("x", x_source, x_idx)],
+        vec![Read::new("x", &x_source, x_idx)],
         (&col, col_at(row)),
         None,
         TExpr::input("x"),
@@ -145,13 +205,12 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let ymat_shape = vec![
         shape.batch.clone(),
         SymExpr::Int(shape.out_channels),
-        o_volume.clone(),
+        ax.o_volume.clone(),
     ];
     let ymat = ctx
         .b
         .transient(&format!("{label}_ymat"), dtype, ymat_shape.clone());
-    let bias_name = bias.as_ref().map(|(b, _)| b.as_str());
-    crate::ops::window::bias_init(ctx.b, &label, &ymat, &ymat_shape, bias_name);
+    bias_init_at(ctx.b, label, &ymat, &ymat_shape, p.bias.as_deref(), 1);
     let m_full = (&g * shape.out_per_group() + m.clone()).simplify();
     let (o, r) = (SymExpr::sym("o"), SymExpr::sym("r"));
     let gemm_params: Axes = lead
@@ -159,38 +218,156 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
         .cloned()
         .chain([
             ("m".to_string(), Range::upto(shape.out_per_group())),
-            ("o".to_string(), Range::upto(o_volume.clone())),
+            ("o".to_string(), Range::upto(ax.o_volume.clone())),
             ("r".to_string(), Range::upto(rows)),
         ])
         .collect();
     let col_idx = syms(&lead).into_iter().chain([r.clone(), o.clone()]);
-    let reads = vec![
-        Read::new("w", &wmat, vec![m_full.clone(), r]),
-        Read::new("col", &col, col_idx.collect()),
-    ];
-    let product = TExpr::binary(BinOp::Mul, TExpr::input("w"), TExpr::input("col"));
-    element_map(
+    product(
         ctx.b,
-        &format!("{label}_gemm"),
+        label,
         &gemm_params,
-        reads,
+        (&wmat, vec![m_full.clone(), r]),
+        (&col, col_idx.collect()),
         (&ymat, vec![n.clone(), m_full, o]),
-        Some(Wcr::Sum),
-        product,
     );
 
     // Y[n, m, o…] = ymat[n, m, o].
     let out_params: Axes = [batch, out_channel]
         .into_iter()
-        .chain(output.iter().cloned())
+        .chain(ax.output.iter().cloned())
         .collect();
-    let y_idx = [n.clone(), m.clone()].into_iter().chain(os).collect();
+    let y_idx = [n.clone(), m.clone()]
+        .into_iter()
+        .chain(ax.os.clone())
+        .collect();
     element_map(
         ctx.b,
         &format!("{label}_output"),
         &out_params,
-        vec![Read::new("y", &ymat, vec![n, m, o_at])],
-        (&y, y_idx),
+        vec![Read::new("y", &ymat, vec![n, m, ax.o_at.clone()])],
+        (&p.y, y_idx),
+        None,
+        TExpr::input("y"),
+    );
+    Ok(())
+}
+
+/// The channels-last im2col of NhwcConv without groups, every matrix row-major:
+///
+/// ```text
+/// wmat[k·C + c, m]      = W[m, c, k…]                 (a constant: folded when W is one)
+/// col[n, o, k·C + c]    = X[n, o·s − pad + k·d…, c]    (C contiguous channels per window element)
+/// ymat[n, o, m]         = B[m] + Σ_r col[n, o, r] · wmat[r, m]
+/// Y[n, o…, m]           = ymat[n, o, m]                (the same order: a contiguous copy)
+/// ```
+/// The product `[n, o, m, r]` has MatMul's shape (A = col, B = wmat), with output channels as
+/// its columns. Grouped convolutions are refused: their windows are not contiguous in C.
+pub(super) fn expand_last(ctx: &mut ExpandCtx) -> Result<(), OpError> {
+    let p = Parts::new(ctx, Channels::Last)?;
+    let shape = &p.shape;
+    if shape.group != 1 {
+        return Err(OpError::unsupported(
+            super::nhwc::NAME,
+            format!(
+                "the im2col expansion needs group = 1, got {}; grouped convolutions expand as `padded`",
+                shape.group
+            ),
+        ));
+    }
+    let label = p.label.as_str();
+    let ax = WindowAxes::new(&p);
+    let channels = shape.in_per_group;
+    let channel = ("c".to_string(), Range::upto(channels));
+    let (n, c, m) = (SymExpr::sym("n"), SymExpr::sym("c"), SymExpr::sym("m"));
+    let row = (ax.k_at.clone() * channels + c.clone()).simplify();
+    let rows = (&ax.k_volume * channels).simplify();
+    let batch = ("n".to_string(), Range::upto(shape.batch.clone()));
+    let out_channel = ("m".to_string(), Range::upto(shape.out_channels));
+    let dtype = p.xd.dtype;
+    let m_extent = SymExpr::Int(shape.out_channels);
+
+    let wmat = ctx.b.transient(
+        &format!("{label}_wmat"),
+        dtype,
+        vec![rows.clone(), m_extent.clone()],
+    );
+    let weight_params: Axes = (ax.kernel.iter().cloned())
+        .chain([channel.clone(), out_channel.clone()])
+        .collect();
+    let w_idx = [m.clone(), c.clone()]
+        .into_iter()
+        .chain(ax.ks.iter().cloned());
+    element_map(
+        ctx.b,
+        &format!("{label}_weights"),
+        &weight_params,
+        vec![Read::new("w", &p.w, w_idx.collect())],
+        (&wmat, vec![row.clone(), m.clone()]),
+        None,
+        TExpr::input("w"),
+    );
+
+    let col = ctx.b.transient(
+        &format!("{label}_col"),
+        dtype,
+        vec![shape.batch.clone(), ax.o_volume.clone(), rows.clone()],
+    );
+    let (x_source, x_spatial) = ax.source(ctx, &p, Channels::Last);
+    let x_idx = std::iter::once(n.clone())
+        .chain(x_spatial)
+        .chain([c.clone()])
+        .collect();
+    let copy_params: Axes = std::iter::once(batch.clone())
+        .chain(ax.output.iter().cloned())
+        .chain(ax.kernel.iter().cloned())
+        .chain([channel])
+        .collect();
+    element_map(
+        ctx.b,
+        &format!("{label}_im2col"),
+        &copy_params,
+        vec![Read::new("x", &x_source, x_idx)],
+        (&col, vec![n.clone(), ax.o_at.clone(), row]),
+        None,
+        TExpr::input("x"),
+    );
+
+    let ymat_shape = vec![shape.batch.clone(), ax.o_volume.clone(), m_extent];
+    let ymat = ctx
+        .b
+        .transient(&format!("{label}_ymat"), dtype, ymat_shape.clone());
+    bias_init_at(ctx.b, label, &ymat, &ymat_shape, p.bias.as_deref(), 2);
+    let (o, r) = (SymExpr::sym("o"), SymExpr::sym("r"));
+    let gemm_params: Axes = vec![
+        batch.clone(),
+        ("o".to_string(), Range::upto(ax.o_volume.clone())),
+        out_channel.clone(),
+        ("r".to_string(), Range::upto(rows)),
+    ];
+    product(
+        ctx.b,
+        label,
+        &gemm_params,
+        (&col, vec![n.clone(), o.clone(), r.clone()]),
+        (&wmat, vec![r, m.clone()]),
+        (&ymat, vec![n.clone(), o, m.clone()]),
+    );
+
+    let out_params: Axes = std::iter::once(batch)
+        .chain(ax.output.iter().cloned())
+        .chain([out_channel])
+        .collect();
+    let y_idx = std::iter::once(n.clone())
+        .chain(ax.os.iter().cloned())
+        .chain([m.clone()])
+        .collect();
+    element_map(
+        ctx.b,
+        &format!("{label}_output"),
+        &out_params,
+        vec![Read::new("y", &ymat, vec![n, ax.o_at.clone(), m])],
+        (&p.y, y_idx),
         None,
         TExpr::input("y"),
     );

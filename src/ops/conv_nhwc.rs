@@ -5,9 +5,10 @@
 //! Y[n, o…, m] = B[m] + Σ_{c, k…} X[n, o·s − pad + k·d…, g·C/group + c] · W[m, c, k…]
 //! ```
 //! It is what the operator-level ChannelsLast transformation turns a Conv into, so that a
-//! channels-last region needs no transposes between its operators. Its only expansion is the
-//! direct one with the channel index moved last (see [`super::direct`]): the accumulation's
-//! innermost input channel then walks X with unit stride. The reference transposes to Conv's
+//! channels-last region needs no transposes between its operators. Its expansions are Conv's with the
+//! channel index moved last (see [`super::direct`] and [`super::im2col::expand_last`]): the
+//! direct accumulation's innermost input channel walks X with unit stride, and the im2col
+//! product runs its SIMD lanes over output channels. The reference transposes to Conv's
 //! layout and runs Conv's reference, so it shares no index arithmetic with the expansion.
 
 use super::{direct, Channels, Conv};
@@ -17,7 +18,7 @@ use crate::ops::window::{float_input, tensor_input};
 use crate::ops::{ExpandCtx, OpError, Operator, TensorType};
 use std::collections::BTreeMap;
 
-const NAME: &str = "NhwcConv";
+pub(super) const NAME: &str = "NhwcConv";
 
 pub struct NhwcConv;
 
@@ -96,8 +97,22 @@ impl Operator for NhwcConv {
             .collect()
     }
 
-    fn expand(&self, _implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
-        direct(ctx, Channels::Last, false)
+    fn default_attr(&self, name: &str) -> Option<Attr> {
+        Conv.default_attr(name)
+    }
+
+    fn expansions(&self) -> &'static [&'static str] {
+        Conv.expansions()
+    }
+
+    /// Conv's expansions in the channels-last layout: `pure` and `padded` are [`direct`]
+    /// (unpadded or over a padded copy of X), `im2col` is [`super::im2col::expand_last`].
+    fn expand(&self, implementation: &str, ctx: &mut ExpandCtx) -> Result<(), OpError> {
+        match implementation {
+            "im2col" => super::im2col::expand_last(ctx),
+            "padded" => direct(ctx, Channels::Last, true),
+            _ => direct(ctx, Channels::Last, false),
+        }
     }
 
     fn flops(

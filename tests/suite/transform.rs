@@ -231,7 +231,7 @@ fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
 #[test]
 fn std_cpu_runs_a_dense_convolution_as_an_im2col_micro_kernel() {
     // A padded 3×3 convolution whose ONNX node leaves `group` out (its default is 1), and a
-    // depthwise one (group = channels), which stays a direct loop nest.
+    // depthwise one (group = channels), which stays a direct loop nest; both channels-last.
     for (group, im2col) in [(1, true), (8, false)] {
         let bytes = dmove::demo::suite::conv(8, 8, 16, group, 5);
         let mut p = dmove::onnx::import_bytes(&bytes, &Default::default()).expect("imports");
@@ -247,6 +247,14 @@ fn std_cpu_runs_a_dense_convolution_as_an_im2col_micro_kernel() {
                 && s.step.params.get("impl") == Some(&ParamValue::Str("im2col".into()))
         });
         assert_eq!(expanded_im2col, im2col, "group {group}");
+        // The convolution runs channels-last: one region, transposed in and out once.
+        assert_eq!(applied("ChannelsLast"), 1, "group {group}");
+        if im2col {
+            // The product is [spatial × output channels]: its SIMD lanes are the 8 channels.
+            let ymat = (p.data.iter()).find(|(name, _)| name.ends_with("_ymat"));
+            let shape = ymat.expect("a product matrix").1.static_shape();
+            assert_eq!(shape, Some(vec![1, 16 * 16, 8]), "group {group}");
+        }
         // The kernel: its rows unrolled and both operands packed (8 and 32 divide 8 channels and 16 × 16 positions).
         assert_eq!(applied("Unroll"), usize::from(im2col), "group {group}");
         assert_eq!(applied("Pack"), 2 * usize::from(im2col), "group {group}");

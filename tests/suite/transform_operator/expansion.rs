@@ -18,6 +18,17 @@ fn ty(shape: &[usize]) -> Option<TensorType> {
 
 /// One Conv node over inputs of the given shapes (bias when `b` is given).
 fn conv(x: &[usize], w: &[usize], b: Option<usize>, attrs: &[(&str, Attr)]) -> Program {
+    conv_op("Conv", x, w, b, attrs)
+}
+
+/// One node of convolution operator `op` (Conv or NhwcConv).
+fn conv_op(
+    op: &str,
+    x: &[usize],
+    w: &[usize],
+    b: Option<usize>,
+    attrs: &[(&str, Attr)],
+) -> Program {
     let attrs: BTreeMap<String, Attr> = attrs
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
@@ -26,7 +37,7 @@ fn conv(x: &[usize], w: &[usize], b: Option<usize>, attrs: &[(&str, Attr)]) -> P
     if let Some(m) = b {
         inputs.push(ty(&[m]));
     }
-    single_op_program("Conv", attrs, &inputs, &[]).expect("valid conv")
+    single_op_program(op, attrs, &inputs, &[]).expect("valid conv")
 }
 
 /// Input shape, weight shape, bias size and attributes of one convolution.
@@ -134,12 +145,13 @@ fn expand_refuses_unknown_implementations_and_non_library_nodes() {
     );
 }
 
-/// Expands the Conv of `p` with `implementation` and compares with the reference on random
-/// inputs.
-fn expansion_matches(p: &Program, implementation: &str, seed: u64) {
+/// Expands the convolution `op` of `p` with `implementation` and compares with the reference
+/// on random inputs.
+fn expansion_matches(p: &Program, op: &str, implementation: &str, seed: u64) {
     let mut lowered = p.clone();
-    let id = node(p, "Conv", 0);
-    expand_node(&mut lowered, id, Some(implementation)).expect("expands");
+    let id = node(p, op, 0);
+    expand_node(&mut lowered, id, Some(implementation))
+        .unwrap_or_else(|e| panic!("{op} {implementation} does not expand: {e}"));
     validate(&lowered).expect("valid");
     let inputs = random_inputs(p, seed).expect("inputs");
     same_outputs(p, &lowered, &inputs)
@@ -190,8 +202,26 @@ fn im2col_and_padded_match_the_reference_on_awkward_convolutions() {
         ),
     ];
     for (seed, (x, w, b, attrs)) in cases.into_iter().enumerate() {
+        let seed = seed as u64;
         let p = conv(&x, &w, b, &attrs);
-        expansion_matches(&p, "im2col", seed as u64);
-        expansion_matches(&p, "padded", seed as u64);
+        expansion_matches(&p, "Conv", "im2col", seed);
+        expansion_matches(&p, "Conv", "padded", seed);
+        // The same convolution channels-last; its im2col refuses groups.
+        let mut x_last = x.clone();
+        let c = x_last.remove(1);
+        x_last.push(c);
+        let p = conv_op("NhwcConv", &x_last, &w, b, &attrs);
+        expansion_matches(&p, "NhwcConv", "padded", seed);
+        let grouped = attrs
+            .iter()
+            .any(|(k, v)| *k == "group" && *v != Attr::Int(1));
+        if grouped {
+            let mut refused = p.clone();
+            let id = node(&p, "NhwcConv", 0);
+            let e = super::refused(&mut refused, "Expand", &[id], &im2col());
+            super::assert_reason(&e, id, "needs group = 1");
+        } else {
+            expansion_matches(&p, "NhwcConv", "im2col", seed);
+        }
     }
 }
