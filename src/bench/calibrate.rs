@@ -8,8 +8,9 @@
 //! (accesses, FLOPs by kind, loop runs, misses per level) come from the same analysis the model
 //! is applied to, so the fitted costs ([`CostModel::fit`]) are what that analysis' counts cost
 //! in dmove's own code. The result is kept in the cache directory under the machine's
-//! fingerprint, so a machine is calibrated once (about twenty seconds) and again only when asked
-//! or when the fingerprint changes.
+//! fingerprint, so a machine is calibrated once (about twenty seconds with a 32 MB last-level
+//! cache; 2.5 minutes with a 480 MB one, as the DRAM probes sweep 4 and 8 times it) and again
+//! only when asked or when the fingerprint changes.
 
 use super::load;
 use super::machine::Machine;

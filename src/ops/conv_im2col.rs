@@ -94,6 +94,31 @@ impl WindowAxes {
     }
 }
 
+/// Declares the weight matrix (its shape and where `W[m, c, k…]` goes in it, over `params`,
+/// which name `m`, `c` and the kernel axes), appends the copy into it and returns its name.
+fn weight_matrix(
+    b: &mut ScopeBuilder,
+    p: &Parts,
+    ax: &WindowAxes,
+    params: &Axes,
+    (shape, at): (Vec<SymExpr>, Vec<SymExpr>),
+) -> String {
+    let wmat = b.transient(&format!("{}_wmat", p.label), p.xd.dtype, shape);
+    let w_idx = [SymExpr::sym("m"), SymExpr::sym("c")]
+        .into_iter()
+        .chain(ax.ks.iter().cloned());
+    element_map(
+        b,
+        &format!("{}_weights", p.label),
+        params,
+        vec![Read::new("w", &p.w, w_idx.collect())],
+        (&wmat, at),
+        None,
+        TExpr::input("w"),
+    );
+    wmat
+}
+
 /// Appends the GEMM accumulation `out[out_idx] += a[a_idx] · b[b_idx]` over `params`.
 fn product(
     b: &mut ScopeBuilder,
@@ -141,29 +166,17 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let dtype = p.xd.dtype;
 
     // wmat[m, c·K + k] = W[m, c, k…].
-    let wmat = ctx.b.transient(
-        &format!("{label}_wmat"),
-        dtype,
-        vec![SymExpr::Int(shape.out_channels), rows.clone()],
-    );
     let out_channel = ("m".to_string(), Range::upto(shape.out_channels));
     let m = SymExpr::sym("m");
     let weight_params: Axes = [out_channel.clone(), channel.clone()]
         .into_iter()
         .chain(ax.kernel.iter().cloned())
         .collect();
-    let w_idx = [m.clone(), c.clone()]
-        .into_iter()
-        .chain(ax.ks.iter().cloned());
-    element_map(
-        ctx.b,
-        &format!("{label}_weights"),
-        &weight_params,
-        vec![Read::new("w", &p.w, w_idx.collect())],
-        (&wmat, vec![m.clone(), row.clone()]),
-        None,
-        TExpr::input("w"),
+    let matrix = (
+        vec![SymExpr::Int(shape.out_channels), rows.clone()],
+        vec![m.clone(), row.clone()],
     );
+    let wmat = weight_matrix(ctx.b, &p, &ax, &weight_params, matrix);
 
     // col[n, g, c·K + k, o] = X[…] or 0 in the padding.
     let col_shape = [shape.batch.clone()]
@@ -287,26 +300,14 @@ pub(super) fn expand_last(ctx: &mut ExpandCtx) -> Result<(), OpError> {
     let dtype = p.xd.dtype;
     let m_extent = SymExpr::Int(shape.out_channels);
 
-    let wmat = ctx.b.transient(
-        &format!("{label}_wmat"),
-        dtype,
-        vec![rows.clone(), m_extent.clone()],
-    );
     let weight_params: Axes = (ax.kernel.iter().cloned())
         .chain([channel.clone(), out_channel.clone()])
         .collect();
-    let w_idx = [m.clone(), c.clone()]
-        .into_iter()
-        .chain(ax.ks.iter().cloned());
-    element_map(
-        ctx.b,
-        &format!("{label}_weights"),
-        &weight_params,
-        vec![Read::new("w", &p.w, w_idx.collect())],
-        (&wmat, vec![row.clone(), m.clone()]),
-        None,
-        TExpr::input("w"),
+    let matrix = (
+        vec![rows.clone(), m_extent.clone()],
+        vec![row.clone(), m.clone()],
     );
+    let wmat = weight_matrix(ctx.b, &p, &ax, &weight_params, matrix);
 
     let col = ctx.b.transient(
         &format!("{label}_col"),

@@ -53,7 +53,7 @@ pub fn report(p: &Program) -> Result<Report, String> {
 
 /// The cost model's time for `p` on this machine, in milliseconds ([`crate::analysis::cost`]):
 /// the program analyzed at the caches' line granularity, sampled like [`dmd`], with this
-/// machine's calibrated costs (measured on first use, about twenty seconds, then kept).
+/// machine's calibrated costs (measured on first use, then kept: see `crate::bench::calibrate`).
 pub fn estimate_ms(p: &Program) -> Result<f64, String> {
     let p = lowered(p)?;
     let caches = Caches::detect().map_err(|e| e.to_string())?;
