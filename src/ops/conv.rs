@@ -339,8 +339,9 @@ impl Parts {
         let (w, wd) = ctx.input(1)?;
         let bias = ctx.inputs.get(2).cloned().flatten();
         let (y, yd) = ctx.output(0)?.clone();
+        // Errors name the operator expanded (Conv or NhwcConv).
         let shape = ConvShape::new(
-            NAME,
+            &ctx.node.op,
             ctx.node,
             &layout.to_first(xd.shape.clone()),
             &wd.shape,
