@@ -358,6 +358,35 @@ impl Parts {
             label: ctx.label.clone(),
         })
     }
+
+    /// Declares `{label}_{suffix}`, the weights in another order (`shape`, with `W[m, c, k…]`
+    /// stored at `at`, both over `params`, which name `m`, `c` and the kernel axes `ks`), and
+    /// appends the copy into it; returns its name. The copy reads only W, so `ConstantMapFolding`
+    /// runs it at build time when W is a constant.
+    fn reordered_weights(
+        &self,
+        b: &mut ScopeBuilder,
+        suffix: &str,
+        ks: &[SymExpr],
+        params: &[(String, Range)],
+        (shape, at): (Vec<SymExpr>, Vec<SymExpr>),
+    ) -> String {
+        let label = &self.label;
+        let reordered = b.transient(&format!("{label}_{suffix}"), self.xd.dtype, shape);
+        let w_idx = [SymExpr::sym("m"), SymExpr::sym("c")]
+            .into_iter()
+            .chain(ks.iter().cloned());
+        element_map(
+            b,
+            &format!("{label}_weights"),
+            params,
+            vec![Read::new("w", &self.w, w_idx.collect())],
+            (&reordered, at),
+            None,
+            TExpr::input("w"),
+        );
+        reordered
+    }
 }
 
 /// The direct expansion in either layout: an init map writing the bias (or zero) into Y, then
@@ -374,15 +403,39 @@ fn direct(ctx: &mut ExpandCtx, layout: Channels, padded: bool) -> Result<(), OpE
     );
     let xp = (padded && p.shape.window.is_padded())
         .then(|| pad_copy(ctx, &p.shape.window, &p.x, &p.xd, &p.label, layout));
+    let w = match layout {
+        Channels::First => p.w.clone(),
+        Channels::Last => last_weights(ctx.b, &p),
+    };
     let operands = Operands {
         x: xp.as_deref().unwrap_or(&p.x),
-        w: &p.w,
+        w: &w,
         x_zero: None,
         w_zero: None,
         x_padded: xp.is_some(),
     };
     accumulate(ctx.b, &p.label, &p.shape, layout, operands, &p.y);
     Ok(())
+}
+
+/// The weights channels-last, `W[m, c, k…]` stored at `[k…, c, m]`: what [`accumulate`] reads
+/// channels-last, where the output channel `m` is the innermost loop (it is Y's unit-stride
+/// dimension), so the weights it reads step by one element too instead of by `C/group · K`
+/// (depthwise 3×3: by 9, a gather per SIMD vector).
+fn last_weights(b: &mut ScopeBuilder, p: &Parts) -> String {
+    let (kernel, ks) = params_over("k", &p.shape.window.kernel_shape());
+    let channels = ("c".to_string(), Range::upto(p.shape.in_per_group));
+    let outputs = ("m".to_string(), Range::upto(p.shape.out_channels));
+    let params: Vec<_> = kernel.into_iter().chain([channels, outputs]).collect();
+    let at = ks
+        .iter()
+        .cloned()
+        .chain([SymExpr::sym("c"), SymExpr::sym("m")]);
+    let shape = (p.shape.window.kernel_shape().into_iter()).chain([
+        SymExpr::Int(p.shape.in_per_group),
+        SymExpr::Int(p.shape.out_channels),
+    ]);
+    p.reordered_weights(b, "wlast", &ks, &params, (shape.collect(), at.collect()))
 }
 
 /// Appends the copy of X (laid out as `layout` says) with its padding written out as zeros,
@@ -520,7 +573,8 @@ pub(super) struct Operands<'a> {
 /// One accumulation map over `(n, [g,] m, o…, c, k…)` adding `(X − x₀)·(W − w₀)` into the
 /// initialised `y` with a sum write-conflict. Padded positions read a clamped in-bounds element
 /// and contribute zero through a select on the index. The layout only changes where the channel
-/// index sits in X's and Y's subscripts.
+/// index sits in X's and Y's subscripts, and which order W is read in: channels-last it is
+/// [`last_weights`]' copy.
 pub(super) fn accumulate<'a>(
     b: &mut crate::ir::build::ScopeBuilder,
     label: &str,
@@ -560,14 +614,24 @@ pub(super) fn accumulate<'a>(
         .into_iter()
         .chain(x_spatial)
         .collect();
-    let w_idx = [m_full.clone(), SymExpr::sym("c")].into_iter().chain(ks);
+    // Channels-last weights are [`last_weights`]' `[k…, c, m]`.
+    let w_idx: Vec<SymExpr> = match layout {
+        Channels::First => [m_full.clone(), SymExpr::sym("c")]
+            .into_iter()
+            .chain(ks)
+            .collect(),
+        Channels::Last => ks
+            .into_iter()
+            .chain([SymExpr::sym("c"), m_full.clone()])
+            .collect(),
+    };
     let y_idx = [SymExpr::sym("n"), m_full.clone()]
         .into_iter()
         .chain(outs)
         .collect();
     let mut reads = vec![
         Read::new("x", ops.x, layout.order(x_idx)),
-        Read::new("w", ops.w, w_idx.collect()),
+        Read::new("w", ops.w, w_idx),
     ];
     let mut operand = |conn: &'static str, zero: &'static str, zp: Option<ZeroPoint<'a>>| match zp {
         None => TExpr::input(conn),

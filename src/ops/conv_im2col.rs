@@ -94,31 +94,6 @@ impl WindowAxes {
     }
 }
 
-/// Declares the weight matrix (its shape and where `W[m, c, k…]` goes in it, over `params`,
-/// which name `m`, `c` and the kernel axes), appends the copy into it and returns its name.
-fn weight_matrix(
-    b: &mut ScopeBuilder,
-    p: &Parts,
-    ax: &WindowAxes,
-    params: &Axes,
-    (shape, at): (Vec<SymExpr>, Vec<SymExpr>),
-) -> String {
-    let wmat = b.transient(&format!("{}_wmat", p.label), p.xd.dtype, shape);
-    let w_idx = [SymExpr::sym("m"), SymExpr::sym("c")]
-        .into_iter()
-        .chain(ax.ks.iter().cloned());
-    element_map(
-        b,
-        &format!("{}_weights", p.label),
-        params,
-        vec![Read::new("w", &p.w, w_idx.collect())],
-        (&wmat, at),
-        None,
-        TExpr::input("w"),
-    );
-    wmat
-}
-
 /// Appends the GEMM accumulation `out[out_idx] += a[a_idx] · b[b_idx]` over `params`.
 fn product(
     b: &mut ScopeBuilder,
@@ -176,7 +151,7 @@ pub(super) fn expand(ctx: &mut ExpandCtx) -> Result<(), OpError> {
         vec![SymExpr::Int(shape.out_channels), rows.clone()],
         vec![m.clone(), row.clone()],
     );
-    let wmat = weight_matrix(ctx.b, &p, &ax, &weight_params, matrix);
+    let wmat = p.reordered_weights(ctx.b, "wmat", &ax.ks, &weight_params, matrix);
 
     // col[n, g, c·K + k, o] = X[…] or 0 in the padding.
     let col_shape = [shape.batch.clone()]
@@ -307,7 +282,7 @@ pub(super) fn expand_last(ctx: &mut ExpandCtx) -> Result<(), OpError> {
         vec![rows.clone(), m_extent.clone()],
         vec![row.clone(), m.clone()],
     );
-    let wmat = weight_matrix(ctx.b, &p, &ax, &weight_params, matrix);
+    let wmat = p.reordered_weights(ctx.b, "wmat", &ax.ks, &weight_params, matrix);
 
     let col = ctx.b.transient(
         &format!("{label}_col"),

@@ -197,15 +197,15 @@ fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
     let names: Vec<&str> = (report.steps.iter())
         .map(|s| s.step.transformation.as_str())
         .collect();
-    // The product becomes std::gemm's kernel, both operands packed (8 and 32 divide neither
-    // 70 nor 33: the last blocks are partly filled; the two skipped `Pack`s are the tries of
-    // each operand along the other tile); the init map gets std::loops' schedule, lanes included.
+    // The product becomes std::gemm's kernel, B packed by column blocks (32 does not divide 33:
+    // the last block is partly filled; the skipped `Pack` is A's try along the column tiles,
+    // which do not block it) and A read in place; the init map gets std::loops' schedule,
+    // lanes included.
     assert_eq!(
         names,
         [
             "MapTiling",
             "MapInterchange",
-            "Pack",
             "Pack",
             "MapInterchange",
             "MapExpansion",
@@ -222,8 +222,8 @@ fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
         "{:?}",
         report.skipped
     );
-    assert_eq!(report.skipped.len(), 2, "{:?}", report.skipped);
-    assert!(report.skipped.iter().all(|s| s.reason.contains("`Pack`")));
+    let packs = (report.skipped.iter()).filter(|s| s.reason.contains("`Pack`"));
+    assert_eq!(packs.count(), 1, "{:?}", report.skipped);
     let inputs = dmove::check::random_inputs(&original, 3).expect("inputs");
     dmove::check::same_outputs(&original, &p, &inputs).expect("same results");
 }
@@ -255,9 +255,10 @@ fn std_cpu_runs_a_dense_convolution_as_an_im2col_micro_kernel() {
             let shape = ymat.expect("a product matrix").1.static_shape();
             assert_eq!(shape, Some(vec![1, 16 * 16, 8]), "group {group}");
         }
-        // The kernel: its rows unrolled and both operands packed (8 and 32 divide 8 channels and 16 × 16 positions).
+        // The kernel: its rows unrolled and the weights packed by column blocks (A, the column
+        // matrix, is read in place).
         assert_eq!(applied("Unroll"), usize::from(im2col), "group {group}");
-        assert_eq!(applied("Pack"), 2 * usize::from(im2col), "group {group}");
+        assert_eq!(applied("Pack"), usize::from(im2col), "group {group}");
         // The depthwise taps accumulate each row of outputs in a local buffer (std::loops).
         if !im2col {
             assert!(applied("LocalStorage") >= 1, "group {group}");

@@ -110,6 +110,27 @@ fn expand_with_im2col_builds_a_column_buffer_and_a_gemm() {
 }
 
 #[test]
+fn channels_last_direct_convolution_reads_its_weights_channels_last() {
+    // Depthwise 3×3 over 4 channels, channels-last: the accumulation's innermost loop runs over
+    // the output channel, so W[m, c, k0, k1] is read from a copy stored [k0, k1, c, m].
+    let attrs = [("group", Attr::Int(4)), ("pads", Attr::Ints(vec![1; 4]))];
+    let mut p = conv_op("NhwcConv", &[1, 5, 5, 4], &[4, 1, 3, 3], Some(4), &attrs);
+    let original = p.clone();
+    let c = node(&p, "NhwcConv", 0);
+    let padded = params(&[("impl", ParamValue::Str("padded".into()))]);
+    applied(&mut p, "Expand", &[c], &padded);
+    let (wlast, desc) = (p.data.iter())
+        .find(|(name, _)| name.ends_with("_wlast"))
+        .expect("channels-last weights");
+    assert_eq!(desc.static_shape(), Some(vec![3, 3, 1, 4]));
+    // The accumulation (the map holding the fmaf-shaped tasklet) reads them as [k0, k1, c, m].
+    let text = dmove::ir::text::print(&p);
+    let read = format!("{wlast}[k0, k1, c, m]");
+    assert!(text.contains(&read), "{text}");
+    same_results(&original, &p);
+}
+
+#[test]
 fn expand_refuses_unknown_implementations_and_non_library_nodes() {
     let mut p = conv(&[1, 1, 3, 3], &[1, 1, 2, 2], None, &[]);
     let c = node(&p, "Conv", 0);
