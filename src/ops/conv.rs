@@ -570,11 +570,11 @@ pub(super) struct Operands<'a> {
     pub(super) x_padded: bool,
 }
 
-/// One accumulation map over `(n, [g,] m, o…, c, k…)` adding `(X − x₀)·(W − w₀)` into the
-/// initialised `y` with a sum write-conflict. Padded positions read a clamped in-bounds element
-/// and contribute zero through a select on the index. The layout only changes where the channel
-/// index sits in X's and Y's subscripts, and which order W is read in: channels-last it is
-/// [`last_weights`]' copy.
+/// One accumulation map over `(n, [g,] m, o…, c, k…)` (channels-last `(n, [g,] m, o…, k…, c)`)
+/// adding `(X − x₀)·(W − w₀)` into the initialised `y` with a sum write-conflict. Padded
+/// positions read a clamped in-bounds element and contribute zero through a select on the index.
+/// The layout changes where the channel index sits in X's and Y's subscripts, the order of the
+/// sum, and which order W is read in: channels-last it is [`last_weights`]' copy.
 pub(super) fn accumulate<'a>(
     b: &mut crate::ir::build::ScopeBuilder,
     label: &str,
@@ -596,10 +596,20 @@ pub(super) fn accumulate<'a>(
     for (d, a) in shape.window.axes.iter().enumerate() {
         params.push((format!("o{d}"), Range::upto(a.output.clone())));
     }
-    params.push(("c".into(), Range::upto(shape.in_per_group)));
+    // Channels-first sums over c then the window (the reference's order); channels-last over
+    // the window then c, the order of the im2col row `k·C + c` and of a direct kernel whose
+    // innermost reduction walks the contiguous channels — so scheduling it as one reorders no
+    // sum (a reordered 4608-term f32 sum can differ by more than the numerics check accepts).
+    let channel = ("c".to_string(), Range::upto(shape.in_per_group));
+    if layout == Channels::First {
+        params.push(channel.clone());
+    }
     let ks: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("k{d}"))).collect();
     for (d, a) in shape.window.axes.iter().enumerate() {
         params.push((format!("k{d}"), Range::upto(a.kernel.clone())));
+    }
+    if layout == Channels::Last {
+        params.push(channel);
     }
     let m_full = &g * shape.out_per_group() + SymExpr::sym("m");
     let c_full = &g * shape.in_per_group + SymExpr::sym("c");

@@ -64,10 +64,10 @@ pub const BUILTINS: &[Builtin] = &[
     ),
     f(
         "extent",
-        &["map", "param"],
+        &["map", "param", "if_symbolic"],
         2,
         &[],
-        "the constant length of a map parameter",
+        "the constant length of a map parameter; a symbolic length is an error, or `if_symbolic` when given",
     ),
     f(
         "innermost",

@@ -182,6 +182,53 @@ fn the_mlp_optimized_by_std_cpu_builds_and_matches_the_interpreter() {
     assert!(header.contains("mlp.onnx with recipe std::cpu"), "{header}");
 }
 
+/// `std::cpu`'s direct convolution kernels compiled to C compute what the interpreter does: a
+/// padded 3×3 over 14-wide rows (blocks of 7 outputs), a strided 3×3 whose 7 outputs per row
+/// fill one block, a 1×1 product over the feature map where it lies, a depthwise 3×3 beside
+/// them, and 40 output channels (a clipped block of channels).
+#[test]
+fn convolutions_optimized_by_std_cpu_build_and_match_the_interpreter() {
+    let weights = |n: usize| {
+        (0..n)
+            .map(|v| ((v * 37 % 23) as f32 - 11.0) / 40.0)
+            .collect()
+    };
+    let ints = |v: &[i64]| AttrValue::Ints(v.to_vec());
+    let model = ModelBuilder::new("convs", 17)
+        .input("x", [1i64, 8, 14, 14])
+        .output("y", [1i64, 40, 7, 7])
+        .initializer("w1", &[16, 8, 3, 3], weights(16 * 8 * 9))
+        .initializer("b1", &[16], weights(16))
+        .initializer("wd", &[16, 1, 3, 3], weights(16 * 9))
+        .initializer("w2", &[16, 16, 3, 3], weights(16 * 16 * 9))
+        .initializer("w3", &[40, 16, 1, 1], weights(40 * 16))
+        .node(
+            "Conv",
+            &["x", "w1", "b1"],
+            &["c1"],
+            vec![("pads", ints(&[1; 4]))],
+        )
+        .node("Relu", &["c1"], &["r1"], vec![])
+        .node(
+            "Conv",
+            &["r1", "wd"],
+            &["d"],
+            vec![("pads", ints(&[1; 4])), ("group", AttrValue::Int(16))],
+        )
+        .node(
+            "Conv",
+            &["d", "w2"],
+            &["c2"],
+            vec![("pads", ints(&[1; 4])), ("strides", ints(&[2, 2]))],
+        )
+        .node("Conv", &["c2", "w3"], &["y"], vec![])
+        .encode();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("convs.onnx");
+    std::fs::write(&path, model).expect("write the model");
+    build_and_check(&path, &["--recipe", "std::cpu"]);
+}
+
 #[test]
 fn hostile_tensor_names_build() {
     let (x, w, b, h, y) = (

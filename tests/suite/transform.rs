@@ -229,10 +229,11 @@ fn std_cpu_keeps_results_and_runs_the_matmul_as_a_micro_kernel() {
 }
 
 #[test]
-fn std_cpu_runs_a_dense_convolution_as_an_im2col_micro_kernel() {
+fn std_cpu_runs_a_dense_convolution_as_a_direct_micro_kernel() {
     // A padded 3×3 convolution whose ONNX node leaves `group` out (its default is 1), and a
-    // depthwise one (group = channels), which stays a direct loop nest; both channels-last.
-    for (group, im2col) in [(1, true), (8, false)] {
+    // depthwise one (group = channels), which stays a loop nest; both channels-last, both the
+    // direct expansion over a padded copy of the input.
+    for (group, kernel) in [(1, true), (8, false)] {
         let bytes = dmove::demo::suite::conv(8, 8, 16, group, 5);
         let mut p = dmove::onnx::import_bytes(&bytes, &Default::default()).expect("imports");
         let original = p.clone();
@@ -242,25 +243,31 @@ fn std_cpu_runs_a_dense_convolution_as_an_im2col_micro_kernel() {
                 .filter(|s| s.step.transformation == name)
                 .count()
         };
-        let expanded_im2col = (report.steps.iter()).any(|s| {
-            s.step.transformation == "Expand"
-                && s.step.params.get("impl") == Some(&ParamValue::Str("im2col".into()))
-        });
-        assert_eq!(expanded_im2col, im2col, "group {group}");
+        let expanded = |implementation: &str| {
+            (report.steps.iter()).any(|s| {
+                s.step.transformation == "Expand"
+                    && s.step.params.get("impl") == Some(&ParamValue::Str(implementation.into()))
+            })
+        };
+        assert!(expanded("padded") && !expanded("im2col"), "group {group}");
         // The convolution runs channels-last: one region, transposed in and out once.
         assert_eq!(applied("ChannelsLast"), 1, "group {group}");
-        if im2col {
-            // The product is [spatial × output channels]: its SIMD lanes are the 8 channels.
-            let ymat = (p.data.iter()).find(|(name, _)| name.ends_with("_ymat"));
-            let shape = ymat.expect("a product matrix").1.static_shape();
-            assert_eq!(shape, Some(vec![1, 16 * 16, 8]), "group {group}");
+        // No column matrix: the kernel reads the padded input where it lies.
+        assert!(
+            !p.data.keys().any(|name| name.ends_with("_col")),
+            "group {group}"
+        );
+        // The kernel: a row of outputs unrolled, the 8 output channels as SIMD lanes, and the
+        // weights packed by column blocks (at build time: the packed copy is a constant).
+        assert_eq!(applied("Unroll"), usize::from(kernel), "group {group}");
+        assert_eq!(applied("Pack"), usize::from(kernel), "group {group}");
+        if kernel {
+            let packed = (p.data.iter()).find(|(name, _)| name.ends_with("_packed"));
+            let kind = packed.expect("packed weights").1.kind;
+            assert_eq!(kind, dmove::ir::DataKind::Constant, "group {group}");
         }
-        // The kernel: its rows unrolled and the weights packed by column blocks (A, the column
-        // matrix, is read in place).
-        assert_eq!(applied("Unroll"), usize::from(im2col), "group {group}");
-        assert_eq!(applied("Pack"), usize::from(im2col), "group {group}");
         // The depthwise taps accumulate each row of outputs in a local buffer (std::loops).
-        if !im2col {
+        if !kernel {
             assert!(applied("LocalStorage") >= 1, "group {group}");
         }
         let inputs = dmove::check::random_inputs(&original, 3).expect("inputs");

@@ -158,12 +158,14 @@ impl Interp<'_> {
                         )
                     })?;
                 let len = q.range.len();
-                len.as_int().map(Value::Int).ok_or_else(|| {
-                    runtime(
+                match (len.as_int(), pos.get(2)) {
+                    (Some(n), _) => Ok(Value::Int(n)),
+                    (None, Some(otherwise)) => Ok(Value::Int(self.int_arg(otherwise)?)),
+                    (None, None) => Err(runtime(
                         s,
                         format!("parameter `{}` has the symbolic length {len}", q.name),
-                    )
-                })
+                    )),
+                }
             }
             "innermost" => {
                 let (mut id, _) = self.map_arg(arg(0))?;
@@ -514,6 +516,32 @@ mod tests {
         let e = run(&l, &mut p, &RunOptions::default()).expect_err("not measured");
         assert!(
             e.diagnostic.message.contains("not measured"),
+            "{}",
+            e.diagnostic.message
+        );
+    }
+
+    #[test]
+    fn a_symbolic_extent_is_an_error_or_the_fallback_given() {
+        let mut p = matmul(
+            SymExpr::sym("M"),
+            SymExpr::int(4),
+            SymExpr::int(8),
+            Schedule::Sequential,
+        );
+        let text = "main {\n  print extent(maps()[1], 1, -1), extent(maps()[1], 0, -1)\n}\n";
+        let l = load_source("extent.recipe", text, None);
+        let r = run(&l, &mut p, &RunOptions::default())
+            .unwrap_or_else(|e| panic!("{}", l.sources.render_plain(&[e.diagnostic])));
+        assert_eq!(r.printed, ["8 -1"]);
+        let l = load_source(
+            "extent.recipe",
+            "main {\n  print extent(maps()[1], 0)\n}\n",
+            None,
+        );
+        let e = run(&l, &mut p, &RunOptions::default()).expect_err("symbolic");
+        assert!(
+            e.diagnostic.message.contains("symbolic length"),
             "{}",
             e.diagnostic.message
         );
