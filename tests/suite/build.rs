@@ -185,7 +185,7 @@ fn the_mlp_optimized_by_std_cpu_builds_and_matches_the_interpreter() {
 /// `std::cpu`'s direct convolution kernels compiled to C compute what the interpreter does: a
 /// padded 3×3 over 14-wide rows (blocks of 7 outputs), a strided 3×3 whose 7 outputs per row
 /// fill one block, a 1×1 product over the feature map where it lies, a depthwise 3×3 beside
-/// them, and 40 output channels (a clipped block of channels).
+/// them, and 40 output channels (a clipped block of channels); two images (blocks of one).
 #[test]
 fn convolutions_optimized_by_std_cpu_build_and_match_the_interpreter() {
     let weights = |n: usize| {
@@ -195,8 +195,8 @@ fn convolutions_optimized_by_std_cpu_build_and_match_the_interpreter() {
     };
     let ints = |v: &[i64]| AttrValue::Ints(v.to_vec());
     let model = ModelBuilder::new("convs", 17)
-        .input("x", [1i64, 8, 14, 14])
-        .output("y", [1i64, 40, 7, 7])
+        .input("x", [2i64, 8, 14, 14])
+        .output("y", [2i64, 40, 7, 7])
         .initializer("w1", &[16, 8, 3, 3], weights(16 * 8 * 9))
         .initializer("b1", &[16], weights(16))
         .initializer("wd", &[16, 1, 3, 3], weights(16 * 9))
