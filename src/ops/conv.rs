@@ -427,15 +427,13 @@ fn last_weights(b: &mut ScopeBuilder, p: &Parts) -> String {
     let channels = ("c".to_string(), Range::upto(p.shape.in_per_group));
     let outputs = ("m".to_string(), Range::upto(p.shape.out_channels));
     let params: Vec<_> = kernel.into_iter().chain([channels, outputs]).collect();
-    let at = ks
+    // Stored in the order of its parameters: each at its own index, over its whole range.
+    let shape = params.iter().map(|(_, r)| r.end.clone()).collect();
+    let at = params
         .iter()
-        .cloned()
-        .chain([SymExpr::sym("c"), SymExpr::sym("m")]);
-    let shape = (p.shape.window.kernel_shape().into_iter()).chain([
-        SymExpr::Int(p.shape.in_per_group),
-        SymExpr::Int(p.shape.out_channels),
-    ]);
-    p.reordered_weights(b, "wlast", &ks, &params, (shape.collect(), at.collect()))
+        .map(|(n, _)| SymExpr::sym(n.as_str()))
+        .collect();
+    p.reordered_weights(b, "wlast", &ks, &params, (shape, at))
 }
 
 /// Appends the copy of X (laid out as `layout` says) with its padding written out as zeros,
