@@ -229,6 +229,27 @@ fn convolutions_optimized_by_std_cpu_build_and_match_the_interpreter() {
     build_and_check(&path, &["--recipe", "std::cpu"]);
 }
 
+/// An output row one element long (a 3-wide input, a 3×3 window): the kernel's row tile has a
+/// single position, squeezed away before the map runs in parallel (squeezed after, the race
+/// check refused it and `std::cpu` failed on the model).
+#[test]
+fn a_convolution_with_one_output_per_row_builds_with_std_cpu() {
+    let weights = (0..32 * 16 * 9)
+        .map(|v| ((v * 29 % 17) as f32 - 8.0) / 50.0)
+        .collect();
+    let model = ModelBuilder::new("narrow", 17)
+        .input("x", [1i64, 16, 5, 3])
+        .output("y", [1i64, 32, 3, 1])
+        .initializer("w", &[32, 16, 3, 3], weights)
+        .node("Conv", &["x", "w"], &["c"], vec![])
+        .node("Relu", &["c"], &["y"], vec![])
+        .encode();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("narrow.onnx");
+    std::fs::write(&path, model).expect("write the model");
+    build_and_check(&path, &["--recipe", "std::cpu"]);
+}
+
 #[test]
 fn hostile_tensor_names_build() {
     let (x, w, b, h, y) = (
