@@ -45,8 +45,9 @@ enum Command {
     Models(ModelsArgs),
     /// Build a transformer encoder layer, optimize it, check it and benchmark it (no files needed).
     Demo(DemoArgs),
-    /// Benchmark a model (or `--suite`): the baseline, the recipe's program, ONNX Runtime,
-    /// OpenVINO and numpy side by side, with outputs checked and the foreign CPU load measured.
+    /// Benchmark a model (or `--suite [kernels|networks]`): the baseline, the recipe's program,
+    /// ONNX Runtime, OpenVINO and numpy side by side, with outputs checked and the foreign CPU
+    /// load measured.
     Bench(BenchArgs),
     /// Import a model (ONNX or textual IR) and print its IR.
     Import(ImportArgs),

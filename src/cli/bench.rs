@@ -1,5 +1,6 @@
-//! `dmove bench MODEL` / `dmove bench --suite`: the baseline, the recipe's program and the peers
-//! side by side (see [`crate::demo::bench`]), as a table per workload or as JSON.
+//! `dmove bench MODEL` / `dmove bench --suite [kernels|networks]`: the baseline, the recipe's
+//! program and the peers side by side (see [`crate::demo::bench`]), as a table per workload or
+//! as JSON.
 
 use super::recipe::{load_checked, load_model, locked_decisions, ScriptLimits};
 use super::{is_onnx, print_json, write_output, Bindings, CliError};
@@ -19,6 +20,7 @@ use crate::progress::{Mode, Progress};
 use crate::recipe::run::value::ParamValue;
 use crate::recipe::Loaded;
 use crate::transform::engine::Checks;
+use crate::zoo::networks::networks;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,24 @@ pub enum Versus {
     Numpy,
 }
 
+/// The built-in suites of `--suite`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// Single operators and encoder layers, in seconds ([`crate::demo::suite`]).
+    Kernels,
+    /// Whole networks at deployment size, in minutes each ([`crate::zoo::networks`]).
+    Networks,
+}
+
+impl Suite {
+    fn name(self) -> &'static str {
+        match self {
+            Suite::Kernels => "kernels",
+            Suite::Networks => "networks",
+        }
+    }
+}
+
 /// `dmove bench`
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {
@@ -42,9 +62,21 @@ pub struct BenchArgs {
         conflicts_with = "suite"
     )]
     pub model: Option<PathBuf>,
-    /// Run the built-in workload suite instead of a model.
-    #[arg(long)]
-    pub suite: bool,
+    /// Run a built-in suite instead of a model: `kernels` (the default) or `networks`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SUITE",
+        num_args = 0..=1,
+        default_missing_value = "kernels"
+    )]
+    pub suite: Option<Suite>,
+    /// With `--suite`: run only these workloads (comma-separated names, as `--list` prints).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES", requires = "suite")]
+    pub only: Vec<String>,
+    /// With `--suite`: print the suite's workloads, one a line (name, then title); run nothing.
+    #[arg(long, requires = "suite")]
+    pub list: bool,
     /// The recipe that makes the `dmove` variant (a file, or `std::NAME`).
     #[arg(long, value_name = "RECIPE", default_value = "std::cpu")]
     pub recipe: PathBuf,
@@ -99,6 +131,12 @@ struct LoadedJson {
 }
 
 pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
+    if let (Some(suite), true) = (args.suite, args.list) {
+        let lines: String = (catalogue(suite).iter())
+            .map(|(name, title)| format!("{name}\t{title}\n"))
+            .collect();
+        return write_output(Path::new("-"), lines.as_bytes());
+    }
     args.script_limits.configure()?;
     let recipe = load_checked(&args.recipe)?.loaded;
     let opts = options(args);
@@ -252,18 +290,79 @@ type Source = (String, String, crate::ir::Program, Option<Vec<u8>>);
 /// Parameter values replayed from a lock, by key.
 type Decisions = BTreeMap<String, ParamValue>;
 
+/// A workload of a built-in suite, built in memory.
+struct SuiteWorkload {
+    name: String,
+    title: String,
+    onnx: Vec<u8>,
+    dims: &'static [(&'static str, i64)],
+}
+
+/// Name and title of every workload of `suite`, in the order they run (no network is built).
+fn catalogue(suite: Suite) -> Vec<(String, String)> {
+    match suite {
+        Suite::Kernels => (suite::models(0).into_iter())
+            .map(|m| (m.name.into(), m.title))
+            .collect(),
+        Suite::Networks => (networks().into_iter())
+            .map(|n| (n.name.into(), n.title.into()))
+            .collect(),
+    }
+}
+
+/// The workloads of `suite` that `only` names (all when it is empty), weights drawn from
+/// `seed`; an unknown name is an error that lists the suite's.
+fn suite_workloads(
+    suite: Suite,
+    only: &[String],
+    seed: u64,
+) -> Result<Vec<SuiteWorkload>, CliError> {
+    let known: Vec<String> = catalogue(suite).into_iter().map(|(name, _)| name).collect();
+    if let Some(unknown) = only.iter().find(|o| !known.contains(o)) {
+        return Err(CliError::Usage(format!(
+            "`{unknown}` is not a workload of the {} suite; it has: {}",
+            suite.name(),
+            known.join(", ")
+        )));
+    }
+    let chosen = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    Ok(match suite {
+        Suite::Kernels => (suite::models(seed).into_iter())
+            .filter(|m| chosen(m.name))
+            .map(|m| SuiteWorkload {
+                name: m.name.into(),
+                title: m.title,
+                onnx: m.onnx,
+                dims: &[],
+            })
+            .collect(),
+        Suite::Networks => (networks().into_iter())
+            .filter(|n| chosen(n.name))
+            .map(|n| SuiteWorkload {
+                name: n.name.into(),
+                title: n.title.into(),
+                onnx: n.build(seed).bytes,
+                dims: n.dims,
+            })
+            .collect(),
+    })
+}
+
 /// The workloads to run, each with the decisions the recipe's lock records for it (see
-/// [`super::recipe::locked_decisions`]; none for the suite, whose models no lock names). A
+/// [`super::recipe::locked_decisions`]; none for a suite, whose models no lock names). A
 /// model is read and imported once, for both.
 fn sources(args: &BenchArgs, recipe: &Loaded) -> Result<Vec<(Source, Decisions)>, CliError> {
-    let Some(path) = &args.model else {
-        return (suite::models(args.seed).into_iter())
-            .map(|m| {
-                let program = import_bytes(&m.onnx)?;
-                let source = (m.name.to_string(), m.title, program, Some(m.onnx));
+    if let Some(suite) = args.suite {
+        return (suite_workloads(suite, &args.only, args.seed)?.into_iter())
+            .map(|w| {
+                let program = import_bytes(&w.onnx, w.dims)?;
+                let source = (w.name, w.title, program, Some(w.onnx));
                 Ok((source, BTreeMap::new()))
             })
             .collect();
+    }
+    let Some(path) = &args.model else {
+        return Err(CliError::Usage("give a MODEL or --suite".into()));
     };
     let lock_path = super::recipe::run::default_lock(&args.recipe);
     let model = load_model(path, &args.bindings, &BTreeMap::new(), &lock_path)?;

@@ -53,9 +53,14 @@ pub struct Measured {
     pub rows: Vec<Row>,
 }
 
-/// Imports `onnx` (bytes of a model) as the program to benchmark.
-pub fn import_bytes(onnx: &[u8]) -> Result<Program, DemoError> {
-    Ok(import(&load_model(onnx)?, &ImportOptions::default())?)
+/// Imports `onnx` (bytes of a model) as the program to benchmark, its symbolic dimensions
+/// bound to `dims`.
+pub fn import_bytes(onnx: &[u8], dims: &[(&str, i64)]) -> Result<Program, DemoError> {
+    let opts = ImportOptions {
+        dims: (dims.iter()).map(|&(k, v)| (k.to_string(), v)).collect(),
+        ..ImportOptions::default()
+    };
+    Ok(import(&load_model(onnx)?, &opts)?)
 }
 
 /// Prepares `library` (as imported): inputs, reference, baseline, and the recipe's result.

@@ -12,6 +12,7 @@
 pub mod bert;
 pub mod decoder;
 pub mod net;
+pub mod networks;
 pub mod resnet;
 pub mod torch_idioms;
 

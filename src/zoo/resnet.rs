@@ -32,6 +32,20 @@ pub struct ResNetConfig {
     pub view_flatten: bool,
 }
 
+impl ResNetConfig {
+    /// torchvision's network as `torch.onnx.export` writes it in eval mode: width 64, 1000
+    /// classes, opset 17, BN folded, `torch.flatten`.
+    pub fn torchvision() -> Self {
+        ResNetConfig {
+            width: 64,
+            classes: 1000,
+            opset: 17,
+            batchnorm: false,
+            view_flatten: false,
+        }
+    }
+}
+
 /// Conv (+ BN when kept), the way the exporter writes a `conv` + `bn` module pair.
 struct ConvBn<'a> {
     conv: &'a str,

@@ -207,3 +207,58 @@ fn a_model_and_the_suite_are_exclusive() {
     let out = dmove(&["bench"], dir.path());
     assert!(!out.status.success());
 }
+
+#[test]
+fn the_suites_list_their_workloads_and_only_picks_among_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let names = |suite: &[&str]| -> Vec<String> {
+        let out = dmove(&[&["bench", "--list"], suite].concat(), dir.path());
+        assert_success(&out);
+        (stdout(&out).lines())
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+            .collect()
+    };
+    let kernels = names(&["--suite"]);
+    assert_eq!(kernels, names(&["--suite", "kernels"]));
+    assert!(kernels.contains(&"softmax_4x128x128".to_string()));
+    let networks = names(&["--suite", "networks"]);
+    assert!(networks.contains(&"resnet50".to_string()), "{networks:?}");
+    assert!(networks.iter().all(|n| !kernels.contains(n)));
+
+    let out = dmove(
+        &["bench", "--suite", "networks", "--only", "resnet5"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("`resnet5` is not a workload of the networks suite")
+            && err.contains("resnet50"),
+        "{err}"
+    );
+
+    let v: serde_json::Value = serde_json::from_slice(
+        &dmove(
+            &[
+                "bench",
+                "--suite",
+                "--only",
+                "softmax_4x128x128",
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+                "--vs",
+                "baseline",
+                "--json",
+            ],
+            dir.path(),
+        )
+        .stdout,
+    )
+    .expect("JSON");
+    let run: Vec<&str> = (v["workloads"].as_array().expect("workloads").iter())
+        .map(|w| w["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(run, ["softmax_4x128x128"]);
+}
