@@ -263,12 +263,34 @@ impl<'p> ScopeBuilder<'p> {
                 let src = self.read_node(&data);
                 self.graph
                     .add_edge(src, node, Memlet::new(data.clone(), subset.clone()));
+            } else if wcr.is_none() && !self.reads_latest(node, &data) {
+                self.order_after_writes(node, &data);
             }
             let dst = self.write_node(&data);
             self.graph
                 .add_edge(node, dst, Memlet::new(data, subset).with_wcr(wcr));
         }
         node
+    }
+
+    /// Orders `writer` after the writes of the current version of `data` (an edge moving the
+    /// empty subset) when this scope wrote one. A write that does not read the version it
+    /// replaces may cover only part of the container — one operand of a Concat, the interior of
+    /// a padded copy — so the new version holds the earlier writes too, and a reader of it must
+    /// run after them; the edge says so, where program order alone would leave the writers
+    /// unordered and a topological order free to run the reader first.
+    fn order_after_writes(&mut self, writer: NodeIndex, data: &str) {
+        let Some(&previous) = self.latest.get(data) else {
+            return;
+        };
+        let rank = self.data.get(data).map_or(0, DataDesc::rank);
+        // An empty subset of a scalar would still move its element; a scalar is written whole.
+        if rank == 0 || self.graph.in_edges(previous).is_empty() {
+            return;
+        }
+        let empty = Subset(vec![Dim::Range(Range::upto(SymExpr::Int(0))); rank]);
+        self.graph
+            .add_edge(previous, writer, Memlet::new(data, empty));
     }
 
     fn reads_latest(&self, node: NodeIndex, data: &str) -> bool {

@@ -250,6 +250,42 @@ fn a_convolution_with_one_output_per_row_builds_with_std_cpu() {
     build_and_check(&path, &["--recipe", "std::cpu"]);
 }
 
+/// A Concat whose first operand is a product: `std::cpu` rebuilds the product's maps, and the
+/// generated C ran the Relu before the product and the copy into the Concat's first half (the
+/// two halves were separate, unordered versions of `cat`); the builder now orders every partial
+/// write after the one before it.
+#[test]
+fn a_concat_of_a_product_builds_with_std_cpu_in_dataflow_order() {
+    let model = ModelBuilder::new("gemm_concat", 17)
+        .input("x", [2i64, 4])
+        .input("c", [2i64, 8])
+        .output("y", [2i64, 16])
+        .initializer(
+            "w",
+            &[8, 4],
+            (0..32).map(|v| (v % 7) as f32 * 0.25 - 0.75).collect(),
+        )
+        .initializer("b", &[8], (0..8).map(|v| v as f32 * 0.125).collect())
+        .node(
+            "Gemm",
+            &["x", "w", "b"],
+            &["g"],
+            vec![("transB", AttrValue::Int(1))],
+        )
+        .node(
+            "Concat",
+            &["g", "c"],
+            &["cat"],
+            vec![("axis", AttrValue::Int(1))],
+        )
+        .node("Relu", &["cat"], &["y"], vec![])
+        .encode();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gemm_concat.onnx");
+    std::fs::write(&path, model).expect("write the model");
+    build_and_check(&path, &["--recipe", "std::cpu"]);
+}
+
 #[test]
 fn hostile_tensor_names_build() {
     let (x, w, b, h, y) = (
