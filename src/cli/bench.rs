@@ -37,9 +37,10 @@ pub enum Versus {
 /// The built-in suites of `--suite`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Suite {
-    /// Single operators and encoder layers, in seconds ([`crate::demo::suite`]).
+    // Single operators and encoder layers, in seconds (`crate::demo::suite`); plain comments,
+    // so `--help` lists the values on one line.
     Kernels,
-    /// Whole networks at deployment size, in minutes each ([`crate::zoo::networks`]).
+    // Whole networks at deployment size, in minutes each (`crate::zoo::networks`).
     Networks,
 }
 
