@@ -9,6 +9,8 @@ use super::{ExpandCtx, OpError, Operator, TensorType};
 use crate::ir::build::ScopeBuilder;
 use crate::ir::DataDesc;
 use crate::ir::{Attr, BinOp, LibraryNode, Range, SymExpr, TExpr, Tensor, Wcr};
+use crate::ops::shape::Transpose;
+use std::collections::BTreeMap;
 
 #[path = "conv_im2col.rs"]
 mod im2col;
@@ -283,7 +285,7 @@ pub(super) enum Channels {
 
 impl Channels {
     /// Items given channels-first (`[n, c, spatial…]`) put in this layout's order.
-    fn order<T>(self, mut v: Vec<T>) -> Vec<T> {
+    pub(super) fn order<T>(self, mut v: Vec<T>) -> Vec<T> {
         if self == Channels::Last && v.len() > 1 {
             let c = v.remove(1);
             v.push(c);
@@ -309,13 +311,30 @@ impl Channels {
     }
 
     /// Items given in this layout's order put channels-first (the inverse of [`Self::order`]).
-    fn to_first<T>(self, mut v: Vec<T>) -> Vec<T> {
+    pub(super) fn to_first<T>(self, mut v: Vec<T>) -> Vec<T> {
         if self == Channels::Last && v.len() > 1 {
             if let Some(c) = v.pop() {
                 v.insert(1, c);
             }
         }
         v
+    }
+
+    /// A tensor stored in layout `self` put in the other layout.
+    pub(super) fn relayout(self, t: &Tensor) -> Result<Tensor, OpError> {
+        let axes: Vec<i64> = (0..t.shape.len() as i64).collect();
+        // Output axis `d` is input axis `perm[d]`: a channels-last tensor lists its axes back
+        // in channels-first order, and conversely.
+        let perm = match self {
+            Channels::Last => Channels::Last.to_first(axes),
+            Channels::First => Channels::Last.order(axes),
+        };
+        let node = LibraryNode {
+            op: "Transpose".into(),
+            attrs: BTreeMap::from([("perm".to_string(), Attr::Ints(perm))]),
+        };
+        let mut out = Transpose.eval(&node, &[Some(t)])?;
+        Ok(out.remove(0))
     }
 }
 

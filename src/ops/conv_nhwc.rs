@@ -13,35 +13,12 @@
 
 use super::{direct, Channels, Conv};
 use crate::ir::{Attr, LibraryNode, Tensor};
-use crate::ops::shape::Transpose;
 use crate::ops::window::{float_input, tensor_input};
 use crate::ops::{ExpandCtx, OpError, Operator, TensorType};
-use std::collections::BTreeMap;
 
 pub(super) const NAME: &str = "NhwcConv";
 
 pub struct NhwcConv;
-
-/// `Transpose` with `perm`, as a library node.
-fn transpose_node(perm: Vec<i64>) -> LibraryNode {
-    LibraryNode {
-        op: "Transpose".into(),
-        attrs: BTreeMap::from([("perm".to_string(), Attr::Ints(perm))]),
-    }
-}
-
-/// Permutes a tensor of rank `rank` stored in `from` layout into the other layout.
-fn relayout(t: &Tensor, from: Channels) -> Result<Tensor, OpError> {
-    let axes: Vec<i64> = (0..t.shape.len() as i64).collect();
-    // Output axis `d` is input axis `perm[d]`: a channels-last input lists its axes back in
-    // channels-first order, and conversely.
-    let perm = match from {
-        Channels::Last => Channels::Last.to_first(axes),
-        Channels::First => Channels::Last.order(axes),
-    };
-    let mut out = Transpose.eval(&transpose_node(perm), &[Some(t)])?;
-    Ok(out.remove(0))
-}
 
 impl Operator for NhwcConv {
     fn name(&self) -> &'static str {
@@ -88,12 +65,12 @@ impl Operator for NhwcConv {
                 format!("input X must have rank at least 3, got {:?}", x.shape),
             ));
         }
-        let x_first = relayout(x, Channels::Last)?;
+        let x_first = Channels::Last.relayout(x)?;
         let mut first = inputs.to_vec();
         first[0] = Some(&x_first);
         Conv.eval(node, &first)?
             .iter()
-            .map(|y| relayout(y, Channels::First))
+            .map(|y| Channels::First.relayout(y))
             .collect()
     }
 
@@ -130,6 +107,7 @@ impl Operator for NhwcConv {
 mod tests {
     use super::*;
     use crate::ir::DType;
+    use std::collections::BTreeMap;
 
     fn conv_node() -> LibraryNode {
         LibraryNode {
@@ -149,10 +127,10 @@ mod tests {
         let w: Vec<f64> = (0..36).map(|i| f64::from(i % 5) * 0.5 - 1.0).collect();
         let w = Tensor::from_f64(DType::F32, vec![2, 3, 3, 2], &w);
         let want = Conv.eval(&n, &[Some(&x_first), Some(&w)]).expect("conv")[0].clone();
-        let x_last = relayout(&x_first, Channels::First).expect("to last");
+        let x_last = Channels::First.relayout(&x_first).expect("to last");
         assert_eq!(x_last.shape, vec![1, 5, 4, 3]);
         let got = NhwcConv.eval(&n, &[Some(&x_last), Some(&w)]).expect("nhwc")[0].clone();
         assert_eq!(got.shape, Channels::Last.order(want.shape.clone()));
-        assert_eq!(relayout(&got, Channels::Last).expect("back"), want);
+        assert_eq!(Channels::Last.relayout(&got).expect("back"), want);
     }
 }
