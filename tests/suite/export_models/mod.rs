@@ -8,6 +8,7 @@
 
 pub mod pipeline;
 
+mod mobilenet;
 mod resnet;
 
 use dmove::ir::Tensor;
