@@ -11,6 +11,7 @@
 
 pub mod bert;
 pub mod decoder;
+pub mod efficientnet;
 pub mod mobilenet;
 pub mod net;
 pub mod resnet;

@@ -8,6 +8,7 @@
 
 pub mod pipeline;
 
+mod efficientnet;
 mod mobilenet;
 mod resnet;
 
