@@ -11,6 +11,8 @@
 
 pub mod bert;
 pub mod decoder;
+pub mod efficientnet;
+pub mod mobilenet;
 pub mod net;
 pub mod networks;
 pub mod resnet;

@@ -1,7 +1,9 @@
-//! How `torch.onnx.export` names scopes, and the shape idioms it writes for `x.size(i)`, `view`
-//! and `permute`, shared by the model builders.
+//! How `torch.onnx.export` names scopes, the shape idioms it writes for `x.size(i)`, `view`
+//! and `permute`, and the layers torchvision's classifiers share (convolutions with batch norm
+//! folded in, the final `nn.Linear`), used by the model builders.
 
-use super::net::{int, ints, Net};
+use super::net::{int, ints, Attrs, Net};
+use crate::onnx::AttrValue;
 
 /// The exporter's scope of a submodule reached through `ModuleList`s, which add no scope of
 /// their own (`encoder.layer.0.attention.self` → `/encoder/layer.0/attention/self`).
@@ -21,17 +23,19 @@ pub fn scope(module: &str) -> String {
 }
 
 /// The exporter's scope of a submodule reached through `Sequential`s, which are called and so
-/// add a scope level each (`layer1.0.downsample.0` → `/layer1/layer1.0/downsample/downsample.0`).
+/// add a scope level each, named after the level above when nested
+/// (`layer1.0.downsample.0` → `/layer1/layer1.0/downsample/downsample.0`,
+/// `features.1.0.block.0.0` → `/features/features.1/features.1.0/block/block.0/block.0.0`).
 pub fn sequential_scope(module: &str) -> String {
     let mut scope = String::new();
-    let mut last = "";
+    let mut level = String::new();
     for part in module.split('.') {
-        if part.parse::<usize>().is_ok() {
-            scope.push_str(&format!("/{last}.{part}"));
-        } else {
-            scope.push_str(&format!("/{part}"));
-        }
-        last = part;
+        level = match part.parse::<usize>() {
+            Ok(_) => format!("{level}.{part}"),
+            Err(_) => part.to_string(),
+        };
+        scope.push('/');
+        scope.push_str(&level);
     }
     scope
 }
@@ -76,4 +80,103 @@ pub fn split_heads(
     );
     let y = reshape(net, opset, scope, x, &shape);
     net.op(scope, "Transpose", &[&y], vec![("perm", ints(perm))])
+}
+
+/// torchvision's `_make_divisible(v, divisor)`: `v` rounded to the nearest multiple of `divisor`
+/// (at least `divisor`), one multiple more when rounding lost over 10%. MobileNetV2 and
+/// EfficientNet size their channels with it.
+pub fn make_divisible(v: f64, divisor: i64) -> i64 {
+    let rounded = divisor.max((v + divisor as f64 / 2.0) as i64 / divisor * divisor);
+    match (rounded as f64) < 0.9 * v {
+        true => rounded + divisor,
+        false => rounded,
+    }
+}
+
+/// A `nn.Conv2d` as torchvision's blocks configure it: a square kernel, padding `(k - 1) / 2`,
+/// dilation 1, `groups` (the channel count for a depthwise convolution).
+#[derive(Clone, Copy, Debug)]
+pub struct Conv2d {
+    pub cin: i64,
+    pub cout: i64,
+    pub kernel: i64,
+    pub stride: i64,
+    pub groups: i64,
+}
+
+impl Conv2d {
+    /// A dense convolution (one group).
+    pub fn new(cin: i64, cout: i64, kernel: i64, stride: i64) -> Conv2d {
+        Conv2d {
+            cin,
+            cout,
+            kernel,
+            stride,
+            groups: 1,
+        }
+    }
+
+    /// A depthwise convolution: one group per channel.
+    pub fn depthwise(channels: i64, kernel: i64, stride: i64) -> Conv2d {
+        Conv2d {
+            cin: channels,
+            cout: channels,
+            kernel,
+            stride,
+            groups: channels,
+        }
+    }
+
+    pub fn weight_dims(&self) -> [i64; 4] {
+        [self.cout, self.cin / self.groups, self.kernel, self.kernel]
+    }
+
+    /// Inputs each output reads: `cin / groups · k²`.
+    pub fn fan_in(&self) -> i64 {
+        self.cin / self.groups * self.kernel * self.kernel
+    }
+
+    /// The attributes the exporter writes on the `Conv` node.
+    pub fn attrs(&self) -> Attrs {
+        let (k, s) = (self.kernel, self.stride);
+        vec![
+            ("dilations", ints(&[1, 1])),
+            ("group", int(self.groups)),
+            ("kernel_shape", ints(&[k, k])),
+            ("pads", ints(&[(k - 1) / 2; 4])),
+            ("strides", ints(&[s, s])),
+        ]
+    }
+}
+
+/// `conv` (the module `module`) followed by its batch norm, as the eval-mode exporter writes the
+/// pair: one `Conv` whose folded weight and bias it names `onnx::Conv_<n>`. The weight is
+/// uniform in ± `spread`, the bias in ± 0.1.
+pub fn folded_conv(net: &mut Net, module: &str, x: &str, conv: &Conv2d, spread: f32) -> String {
+    let w = net.weight("onnx::Conv", &conv.weight_dims(), 0.0, spread);
+    let b = net.weight("onnx::Conv", &[conv.cout], 0.0, 0.1);
+    net.op(
+        &sequential_scope(module),
+        "Conv",
+        &[x, &w, &b],
+        conv.attrs(),
+    )
+}
+
+/// The classifier `nn.Linear` `module` (`fc`, `classifier.1`) on flattened features, as Gemm into
+/// the graph output `out`, with PyTorch's default initialisation.
+pub fn linear_into(net: &mut Net, module: &str, x: &str, (cin, cout): (i64, i64), out: &str) {
+    let w = net.kaiming(&format!("{module}.weight"), &[cout, cin], cin);
+    let b = net.kaiming(&format!("{module}.bias"), &[cout], cin);
+    net.op_into(
+        &sequential_scope(module),
+        "Gemm",
+        &[x, &w, &b],
+        out,
+        vec![
+            ("alpha", AttrValue::Float(1.0)),
+            ("beta", AttrValue::Float(1.0)),
+            ("transB", int(1)),
+        ],
+    );
 }
