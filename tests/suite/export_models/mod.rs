@@ -8,6 +8,8 @@
 
 pub mod pipeline;
 
+mod bert_base;
+
 use dmove::check::random_inputs;
 use dmove::ir::Tensor;
 use dmove::zoo::bert::{self, bert, BertConfig};
