@@ -9,6 +9,7 @@
 pub mod pipeline;
 
 mod bert_base;
+mod gqa_layer;
 
 use dmove::check::random_inputs;
 use dmove::ir::Tensor;
