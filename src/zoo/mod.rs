@@ -12,6 +12,7 @@
 pub mod bert;
 pub mod decoder;
 pub mod gqa_layer;
+pub mod mixer;
 pub mod net;
 pub mod resnet;
 pub mod torch_idioms;

@@ -10,6 +10,7 @@ pub mod pipeline;
 
 mod bert_base;
 mod gqa_layer;
+mod mixer;
 
 use dmove::check::random_inputs;
 use dmove::ir::Tensor;
