@@ -11,6 +11,7 @@
 
 pub mod bert;
 pub mod decoder;
+pub mod dlrm;
 pub mod gqa_layer;
 pub mod mixer;
 pub mod net;

@@ -9,6 +9,7 @@
 pub mod pipeline;
 
 mod bert_base;
+mod dlrm;
 mod gqa_layer;
 mod mixer;
 
