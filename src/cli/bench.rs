@@ -296,7 +296,7 @@ struct SuiteWorkload {
     name: String,
     title: String,
     onnx: Vec<u8>,
-    dims: &'static [(&'static str, i64)],
+    dims: Vec<(&'static str, i64)>,
 }
 
 /// Name and title of every workload of `suite`, in the order they run (no network is built).
@@ -334,7 +334,7 @@ fn suite_workloads(
                 name: m.name.into(),
                 title: m.title,
                 onnx: m.onnx,
-                dims: &[],
+                dims: Vec::new(),
             })
             .collect(),
         Suite::Networks => (networks().into_iter())
@@ -356,7 +356,7 @@ fn sources(args: &BenchArgs, recipe: &Loaded) -> Result<Vec<(Source, Decisions)>
     if let Some(suite) = args.suite {
         return (suite_workloads(suite, &args.only, args.seed)?.into_iter())
             .map(|w| {
-                let program = import_bytes(&w.onnx, w.dims)?;
+                let program = import_bytes(&w.onnx, &w.dims)?;
                 let source = (w.name, w.title, program, Some(w.onnx));
                 Ok((source, BTreeMap::new()))
             })

@@ -5,18 +5,23 @@
 //! `transpose_for_scores` shape subgraphs (Shape → Gather → Unsqueeze → Concat → Reshape, and
 //! `size()[:-2]` as Shape → Slice → Concat), scaled scores, Softmax, the erf form of GELU, and the
 //! pooler (Gather of token 0 → Gemm → Tanh). Opset 17 writes LayerNormalization; opset 13 the
-//! ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add decomposition.
+//! ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add decomposition. [`BertConfig::full`] is
+//! the network suite's BERT-base encoder layer.
 
 use super::net::{int, ints, Exported, Net};
-use super::torch_idioms::{reshape, scope, size_of, split_heads};
+use super::torch_idioms::{
+    self, gelu, layer_norm_params, reshape, scope, size_of, split_heads, Module,
+};
 use crate::ir::DType;
 use crate::onnx::proto::tensor_proto::DataType;
-use crate::onnx::AttrValue;
 
 pub const INPUT_IDS: &str = "input_ids";
 pub const ATTENTION_MASK: &str = "attention_mask";
 pub const LAST_HIDDEN: &str = "last_hidden_state";
 pub const POOLED: &str = "pooler_output";
+/// The symbolic input dimensions, bound at import (`--dim batch_size=1 --dim sequence=128`).
+pub const BATCH_SIZE: &str = "batch_size";
+pub const SEQUENCE: &str = "sequence";
 
 #[derive(Clone, Copy, Debug)]
 pub struct BertConfig {
@@ -31,30 +36,58 @@ pub struct BertConfig {
     pub mask_min: f32,
 }
 
+impl BertConfig {
+    /// One layer of BERT-base (`bert-base-uncased`: hidden 768, 12 heads, FFN 3072, vocabulary
+    /// 30522, 512 positions) as `BertModel` exports it: the embeddings, the layer and the pooler.
+    /// The embeddings and pooler are what a `BertModel` export with `num_hidden_layers=1`
+    /// contains and cost under 1% of the layer's FLOPs, so the model is a real export rather
+    /// than a hand-cut fragment; the suite runs it at [`FULL_DIMS`].
+    pub fn full() -> Self {
+        BertConfig {
+            vocab: 30522,
+            hidden: 768,
+            heads: 12,
+            layers: 1,
+            intermediate: 3072,
+            max_positions: 512,
+            opset: 17,
+            mask_min: f32::MIN,
+        }
+    }
+
+    /// The same structure at hidden size 32 (4 heads), for tests; run at [`SMALL_DIMS`].
+    pub fn small() -> Self {
+        BertConfig {
+            vocab: 50,
+            hidden: 32,
+            heads: 4,
+            layers: 1,
+            intermediate: 64,
+            max_positions: 16,
+            opset: 17,
+            mask_min: f32::MIN,
+        }
+    }
+}
+
+/// [`BertConfig::full`]'s input sizes: one sequence of 128 tokens.
+pub const FULL_DIMS: [(&str, i64); 2] = [(BATCH_SIZE, 1), (SEQUENCE, 128)];
+/// [`BertConfig::small`]'s input sizes: two sequences of 8 tokens.
+pub const SMALL_DIMS: [(&str, i64); 2] = [(BATCH_SIZE, 2), (SEQUENCE, 8)];
+
 const LN_EPS: f32 = 1e-12;
 
-/// `x @ W.T + b` for an `nn.Linear` applied to a 3-D tensor: the exporter writes the transposed
-/// weight as a new initializer and the bias first in the Add.
+/// `x @ W.T + b` for an `nn.Linear` applied to a 3-D tensor (see [`torch_idioms::linear`]).
 fn linear(net: &mut Net, module: &str, x: &str, fan_in: i64, fan_out: i64) -> String {
-    let scope = scope(module);
-    let w = net.kaiming("onnx::MatMul", &[fan_in, fan_out], fan_in);
-    let b = net.kaiming(&format!("{module}.bias"), &[fan_out], fan_in);
-    let y = net.op(&scope, "MatMul", &[x, &w], vec![]);
-    net.op(&scope, "Add", &[&b, &y], vec![])
+    torch_idioms::linear(net, &Module::listed(module), x, (fan_in, fan_out), true)
 }
 
 fn layer_norm(net: &mut Net, cfg: &BertConfig, module: &str, x: &str, width: i64) -> String {
-    let scope = scope(module);
-    let w = net.weight(&format!("{module}.weight"), &[width], 1.0, 0.1);
-    let b = net.weight(&format!("{module}.bias"), &[width], 0.0, 0.1);
     if cfg.opset >= 17 {
-        return net.op(
-            &scope,
-            "LayerNormalization",
-            &[x, &w, &b],
-            vec![("axis", int(-1)), ("epsilon", AttrValue::Float(LN_EPS))],
-        );
+        return torch_idioms::layer_norm(net, &Module::listed(module), x, width, LN_EPS);
     }
+    let scope = scope(module);
+    let (w, b) = layer_norm_params(net, module, width);
     let mean_attrs = || vec![("axes", ints(&[-1])), ("keepdims", int(1))];
     let mean = net.op(&scope, "ReduceMean", &[x], mean_attrs());
     let centred = net.op(&scope, "Sub", &[x, &mean], vec![]);
@@ -106,19 +139,6 @@ fn attention(net: &mut Net, cfg: &BertConfig, l: usize, h: &str, mask: &str) -> 
     let dense = linear(net, &format!("{out}.dense"), &ctx, hd, hd);
     let sum = net.op(&scope(&out), "Add", &[&dense, h], vec![]);
     layer_norm(net, cfg, &format!("{out}.LayerNorm"), &sum, hd)
-}
-
-/// GELU as `nn.functional.gelu` exports before opset 20: `x * 0.5 * (1 + erf(x / sqrt 2))`,
-/// written as the exporter orders it.
-fn gelu(net: &mut Net, scope: &str, x: &str) -> String {
-    let sqrt2 = net.const_f32(scope, std::f32::consts::SQRT_2);
-    let scaled = net.op(scope, "Div", &[x, &sqrt2], vec![]);
-    let erf = net.op(scope, "Erf", &[&scaled], vec![]);
-    let one = net.const_f32(scope, 1.0);
-    let shifted = net.op(scope, "Add", &[&erf, &one], vec![]);
-    let prod = net.op(scope, "Mul", &[x, &shifted], vec![]);
-    let half = net.const_f32(scope, 0.5);
-    net.op(scope, "Mul", &[&prod, &half], vec![])
 }
 
 fn feed_forward(net: &mut Net, cfg: &BertConfig, l: usize, h: &str) -> String {
@@ -199,7 +219,7 @@ fn extended_mask(net: &mut Net, cfg: &BertConfig) -> String {
 pub fn bert(cfg: &BertConfig, seed: u64) -> Exported {
     let mut net = Net::new("torch_jit", cfg.opset, seed);
     for name in [INPUT_IDS, ATTENTION_MASK] {
-        net.input(name, DType::I64, &["batch_size", "sequence"]);
+        net.input(name, DType::I64, &[BATCH_SIZE, SEQUENCE]);
     }
     let mut h = embeddings(&mut net, cfg);
     let mask = extended_mask(&mut net, cfg);
@@ -210,23 +230,13 @@ pub fn bert(cfg: &BertConfig, seed: u64) -> Exported {
     let s = "/pooler";
     let first = net.const_i64(s, &[], vec![0]);
     let cls = net.op(s, "Gather", &[&h, &first], vec![("axis", int(1))]);
-    let w = net.kaiming("pooler.dense.weight", &[cfg.hidden, cfg.hidden], cfg.hidden);
-    let b = net.kaiming("pooler.dense.bias", &[cfg.hidden], cfg.hidden);
-    let dense = net.op(
-        "/pooler/dense",
-        "Gemm",
-        &[&cls, &w, &b],
-        vec![
-            ("alpha", AttrValue::Float(1.0)),
-            ("beta", AttrValue::Float(1.0)),
-            ("transB", int(1)),
-        ],
-    );
+    let pooler = Module::sequential("pooler.dense");
+    let dense = torch_idioms::gemm(&mut net, &pooler, &cls, (cfg.hidden, cfg.hidden), None);
     net.op_into("/pooler/activation", "Tanh", &[&dense], POOLED, vec![]);
     // The last hidden state is a graph output under its own name.
     net.op_into("", "Identity", &[&h], LAST_HIDDEN, vec![]);
     let hd = cfg.hidden.to_string();
-    net.output(LAST_HIDDEN, &["batch_size", "sequence", &hd]);
-    net.output(POOLED, &["batch_size", &hd]);
+    net.output(LAST_HIDDEN, &[BATCH_SIZE, SEQUENCE, &hd]);
+    net.output(POOLED, &[BATCH_SIZE, &hd]);
     net.finish()
 }

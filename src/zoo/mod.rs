@@ -11,7 +11,10 @@
 
 pub mod bert;
 pub mod decoder;
+pub mod dlrm;
 pub mod efficientnet;
+pub mod gqa_layer;
+pub mod mixer;
 pub mod mobilenet;
 pub mod net;
 pub mod networks;

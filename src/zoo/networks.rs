@@ -1,11 +1,18 @@
 //! The network suite of `dmove bench --suite networks`: whole networks at the sizes they are
-//! deployed at (batch 1, 224² images, sequences of 128–256), built by this module's siblings the
-//! way today's exporters write them, with seeded weights. A network takes minutes to optimize
-//! and seconds to run unoptimized, so the suite is a benchmark, never a test; each network's
-//! builder is tested at a small size in `tests/suite/export_models/`.
+//! deployed at (batch 1 — 128 for DLRM, which serves batches —, 224² images, sequences of 128 and
+//! 256), built by this module's siblings the way today's exporters write them, with seeded
+//! weights. A network takes minutes to optimize and up to seconds to run unoptimized, so the
+//! suite is a benchmark, never a test; each builder is tested at a small size in
+//! `tests/suite/export_models/`.
 
+use super::bert::{self, BertConfig};
+use super::dlrm::{dlrm, DlrmConfig};
+use super::efficientnet::{efficientnet, EfficientNetConfig};
+use super::gqa_layer::{gqa_layer, GqaLayerConfig};
+use super::mixer::{mixer, MixerConfig};
+use super::mobilenet::{mobilenet_v2, MobileNetV2Config};
 use super::net::Exported;
-use super::resnet::{self, ResNetConfig};
+use super::resnet::{resnet, ResNetSpec, RESNET18, RESNET50, WIDE_RESNET50_2};
 
 /// One network of the suite.
 pub struct SuiteNetwork {
@@ -14,7 +21,7 @@ pub struct SuiteNetwork {
     /// What it is, in words.
     pub title: &'static str,
     /// Values of the export's symbolic dimensions (its dynamic batch or sequence axes).
-    pub dims: &'static [(&'static str, i64)],
+    pub dims: Vec<(&'static str, i64)>,
     build: fn(u64) -> Exported,
 }
 
@@ -25,15 +32,70 @@ impl SuiteNetwork {
     }
 }
 
-/// Batch 1 for the exporters' `batch_size` axis.
-const BATCH_ONE: &[(&str, i64)] = &[("batch_size", 1)];
-
 /// Every network of the suite, in the order they are run.
 pub fn networks() -> Vec<SuiteNetwork> {
-    vec![SuiteNetwork {
-        name: "resnet50",
-        title: "torchvision ResNet-50, 224×224, batch 1 (eval export, BN folded)",
-        dims: BATCH_ONE,
-        build: |seed| resnet::resnet50(&ResNetConfig::torchvision(), 224, seed),
-    }]
+    let net = |name, title, build| SuiteNetwork {
+        name,
+        title,
+        dims: Vec::new(),
+        build,
+    };
+    vec![
+        net(
+            "resnet18",
+            "torchvision ResNet-18, 224×224 (eval export, BN folded)",
+            |seed| resnet(&ResNetSpec::full(RESNET18), seed),
+        ),
+        net(
+            "resnet50",
+            "torchvision ResNet-50, 224×224 (eval export, BN folded)",
+            |seed| resnet(&ResNetSpec::full(RESNET50), seed),
+        ),
+        net(
+            "wide_resnet50_2",
+            "torchvision Wide-ResNet-50-2, 224×224 (eval export, BN folded)",
+            |seed| resnet(&ResNetSpec::full(WIDE_RESNET50_2), seed),
+        ),
+        net(
+            "mobilenet_v2",
+            "torchvision MobileNetV2, 224×224 (inverted residuals, ReLU6 as Clip)",
+            |seed| mobilenet_v2(&MobileNetV2Config::full(), seed),
+        ),
+        net(
+            "efficientnet_b0",
+            "torchvision EfficientNet-B0, 224×224 (MBConv, squeeze-excitation, SiLU)",
+            |seed| efficientnet(&EfficientNetConfig::full(), seed),
+        ),
+        SuiteNetwork {
+            dims: bert::FULL_DIMS.to_vec(),
+            ..net(
+                "bert_base",
+                "BERT-base, one encoder layer with embeddings and pooler, sequence 128",
+                |seed| bert::bert(&BertConfig::full(), seed),
+            )
+        },
+        net(
+            "gqa_layer",
+            "LLaMA-shaped decoder layer, opset 23 Attention/RotaryEmbedding/RMSNormalization, \
+             32 query and 8 key/value heads, hidden 2048, sequence 256",
+            |seed| gqa_layer(&GqaLayerConfig::full(), seed),
+        ),
+        SuiteNetwork {
+            dims: MixerConfig::full().dims().to_vec(),
+            ..net(
+                "mixer",
+                "MLP-Mixer-B/16: patch embedding, one mixer block, head; 224×224",
+                |seed| mixer(&MixerConfig::full(), seed),
+            )
+        },
+        SuiteNetwork {
+            dims: DlrmConfig::full().dims().to_vec(),
+            ..net(
+                "dlrm",
+                "DLRM: 26 embedding tables of 25,000×64, MLPs 13-512-256-64 and 415-512-256-1, \
+                 dot interaction; batch 128",
+                |seed| dlrm(&DlrmConfig::full(), seed),
+            )
+        },
+    ]
 }

@@ -12,6 +12,12 @@ mod efficientnet;
 mod mobilenet;
 mod resnet;
 
+mod bert_base;
+mod dlrm;
+mod gqa_layer;
+mod mixer;
+
+use dmove::check::random_inputs;
 use dmove::ir::Tensor;
 use dmove::zoo::bert::{self, bert, BertConfig};
 use dmove::zoo::decoder::{self, decoder, DecoderConfig};

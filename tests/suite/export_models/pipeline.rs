@@ -177,3 +177,16 @@ pub fn cli_summary(bytes: &[u8], dims: &[(&str, i64)]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("JSON summary")
 }
+
+/// `what` holds real numbers: finite, some of magnitude above `floor` and none above 1e3, so a
+/// comparison with tolerances checks the network's arithmetic rather than rounding noise around
+/// zero or an overflow.
+pub fn assert_moderate(what: &str, t: &Tensor, floor: f64) {
+    let values = t.to_f64_vec();
+    assert!(values.iter().all(|v| v.is_finite()), "{what}: not finite");
+    let largest = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(
+        largest > floor && largest < 1e3,
+        "{what}: magnitudes up to {largest}"
+    );
+}
