@@ -14,6 +14,7 @@ pub mod decoder;
 pub mod net;
 pub mod resnet;
 pub mod torch_idioms;
+pub mod wavenet;
 
 /// A model the shipped recipes are locked against: its name (the lock's `models/<name>.onnx`)
 /// and how to write it. Building is deferred, so listing the names costs nothing.

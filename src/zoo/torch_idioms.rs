@@ -1,7 +1,7 @@
-//! How `torch.onnx.export` names scopes, and the shape idioms it writes for `x.size(i)`, `view`
-//! and `permute`, shared by the model builders.
+//! How `torch.onnx.export` names scopes, the shape idioms it writes for `x.size(i)`, `view`,
+//! `permute` and constant slices, and its `Conv` attributes, shared by the model builders.
 
-use super::net::{int, ints, Net};
+use super::net::{int, ints, Attrs, Net};
 
 /// The exporter's scope of a submodule reached through `ModuleList`s, which add no scope of
 /// their own (`encoder.layer.0.attention.self` → `/encoder/layer.0/attention/self`).
@@ -76,4 +76,32 @@ pub fn split_heads(
     );
     let y = reshape(net, opset, scope, x, &shape);
     net.op(scope, "Transpose", &[&y], vec![("perm", ints(perm))])
+}
+
+/// The attributes the exporter writes on every `Conv` (1-D or 2-D): `pads` lists the begins,
+/// then the ends.
+pub fn conv_attrs(
+    kernel: &[i64],
+    strides: &[i64],
+    pads: &[i64],
+    dilations: &[i64],
+    group: i64,
+) -> Attrs {
+    vec![
+        ("dilations", ints(dilations)),
+        ("group", int(group)),
+        ("kernel_shape", ints(kernel)),
+        ("pads", ints(pads)),
+        ("strides", ints(strides)),
+    ]
+}
+
+/// `x[..., start:end]` on `axis` with constant bounds: four `Constant`s (axes first, then
+/// starts, ends and steps, the order the exporter creates them in) and a `Slice`.
+pub fn slice(net: &mut Net, scope: &str, x: &str, axis: i64, (start, end): (i64, i64)) -> String {
+    let axes = net.const_i64(scope, &[1], vec![axis]);
+    let starts = net.const_i64(scope, &[1], vec![start]);
+    let ends = net.const_i64(scope, &[1], vec![end]);
+    let steps = net.const_i64(scope, &[1], vec![1]);
+    net.op(scope, "Slice", &[x, &starts, &ends, &axes, &steps], vec![])
 }

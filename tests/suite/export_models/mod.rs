@@ -7,6 +7,7 @@
 //! The builders are the library's (`dmove::zoo`); widths are small, structures are the real ones.
 
 pub mod pipeline;
+mod wavenet;
 
 use dmove::check::random_inputs;
 use dmove::ir::Tensor;
