@@ -95,6 +95,14 @@ impl Net {
         name
     }
 
+    /// A `Constant` holding an int64 tensor under `name` (made unique): the tracer names the
+    /// constants it lifts out of every scope after their first consumer, `onnx::<Op>_<n>`.
+    pub fn const_i64_named(&mut self, name: &str, dims: &[i64], values: Vec<i64>) -> String {
+        let name = self.unique(name);
+        self.edit(|b| b.constant_i64(&name, dims, values));
+        name
+    }
+
     /// `/<scope>/Constant` holding a float scalar.
     pub fn const_f32(&mut self, scope: &str, value: f32) -> String {
         self.const_f32_tensor(scope, &[], vec![value])

@@ -1,5 +1,5 @@
 //! How `torch.onnx.export` names scopes, the shape idioms it writes for `x.size(i)`, `view`,
-//! `permute` and constant slices, and its `Conv` attributes, shared by the model builders.
+//! `permute`, constant slices and `chunk`, and its `Conv` attributes, shared by the model builders.
 
 use super::net::{int, ints, Attrs, Net};
 
@@ -104,4 +104,27 @@ pub fn slice(net: &mut Net, scope: &str, x: &str, axis: i64, (start, end): (i64,
     let ends = net.const_i64(scope, &[1], vec![end]);
     let steps = net.const_i64(scope, &[1], vec![1]);
     net.op(scope, "Slice", &[x, &starts, &ends, &axes, &steps], vec![])
+}
+
+/// `x.chunk(chunks, dim)` as the exporter writes it from opset 13 on (`prim::ConstantChunk`),
+/// even for a static shape: the chunk size `(size + chunks - 1) / chunks` read with Shape →
+/// Gather → Add → Div, and one `Slice` per chunk between multiples of it.
+pub fn chunk(net: &mut Net, scope: &str, x: &str, chunks: i64, dim: i64) -> Vec<String> {
+    let shape = net.op(scope, "Shape", &[x], vec![]);
+    let axis = net.const_i64(scope, &[1], vec![dim]);
+    let size = net.op(scope, "Gather", &[&shape, &axis], vec![("axis", int(0))]);
+    let mut start = net.const_i64(scope, &[1], vec![0]);
+    let round_up = net.const_i64(scope, &[1], vec![chunks - 1]);
+    let padded = net.op(scope, "Add", &[&size, &round_up], vec![]);
+    let count = net.const_i64(scope, &[1], vec![chunks]);
+    let step = net.op(scope, "Div", &[&padded, &count], vec![]);
+    (1..=chunks)
+        .map(|i| {
+            let index = net.const_i64(scope, &[1], vec![i]);
+            let end = net.op(scope, "Mul", &[&step, &index], vec![]);
+            let part = net.op(scope, "Slice", &[x, &start, &end, &axis], vec![]);
+            start = end;
+            part
+        })
+        .collect()
 }

@@ -8,6 +8,7 @@
 
 pub mod pipeline;
 mod wavenet;
+mod yolo;
 
 use dmove::check::random_inputs;
 use dmove::ir::Tensor;
