@@ -27,8 +27,26 @@ fn wavenet_parameters(cfg: &WaveNetConfig) -> u64 {
     total as u64
 }
 
+/// The imported program's operators. Per layer: dilated, skip and (but the last) residual
+/// convolutions; the causal cut of each dilated convolution and of the input convolution; the
+/// gate's Split, Tanh, Sigmoid and Mul; the residual sum and its √0.5 scale; one Add into the
+/// skip sum (the first adds 0). Then the skip scale, two ReLUs and two output convolutions.
+fn wavenet_ops(cfg: &WaveNetConfig) -> BTreeMap<String, usize> {
+    let l = cfg.layers();
+    counts(&[
+        ("Add", 2 * l - 1),
+        ("Conv", 1 + 3 * l - 1 + 2),
+        ("Mul", l + (l - 1) + 1),
+        ("Relu", 2),
+        ("Sigmoid", l),
+        ("Slice", l + 1),
+        ("Split", l),
+        ("Tanh", l),
+    ])
+}
+
 #[test]
-fn wavenet_full_parameters_follow_the_architecture() {
+fn wavenet_full_imports_with_the_architectures_parameters() {
     let cfg = WaveNetConfig::full();
     let model = wavenet(&cfg, 1);
     assert_eq!(model.parameters, wavenet_parameters(&cfg));
@@ -38,6 +56,11 @@ fn wavenet_full_parameters_follow_the_architecture() {
     let dead = cfg.gate * cfg.residual + cfg.residual;
     let constants = cfg.layers() as u64 + 1;
     assert_eq!(model.parameters + dead as u64 - constants, 910_656);
+    // The full size imports (under a second in a debug build).
+    assert_eq!(
+        library_ops(&import_bound(&model.bytes, &[])),
+        wavenet_ops(&cfg)
+    );
 }
 
 /// A one-hot `[1, classes, samples]` input: a random class at each sample.
@@ -60,22 +83,7 @@ fn wavenet_small_matches_through_c_and_onnxruntime() {
     let model = wavenet(&cfg, 1);
     assert_eq!(model.parameters, wavenet_parameters(&cfg));
     let p = import_bound(&model.bytes, &[]);
-    let l = cfg.layers();
-    // Per layer: dilated, skip and (but the last) residual convolutions; the causal cut of
-    // each dilated convolution and of the input convolution; the gate's Split, Tanh, Sigmoid
-    // and Mul; the residual sum and its √0.5 scale; one Add into the skip sum (the first adds
-    // 0). Then the skip scale, two ReLUs and two output convolutions.
-    let expected = counts(&[
-        ("Add", 2 * l - 1),
-        ("Conv", 1 + 3 * l - 1 + 2),
-        ("Mul", l + (l - 1) + 1),
-        ("Relu", 2),
-        ("Sigmoid", l),
-        ("Slice", l + 1),
-        ("Split", l),
-        ("Tanh", l),
-    ]);
-    assert_eq!(library_ops(&p), expected);
+    assert_eq!(library_ops(&p), wavenet_ops(&cfg));
 
     let inputs = one_hot(&cfg, 7);
     let ours = interpreter_and_c_agree(&p, &inputs);

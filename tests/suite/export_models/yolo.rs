@@ -6,6 +6,7 @@ use super::counts;
 use super::pipeline::{import_bound, interpreter_and_c_agree, library_ops, onnxruntime_agrees};
 use dmove::check::random_inputs;
 use dmove::zoo::yolo::{self, yolo, YoloConfig, REG_MAX};
+use std::collections::BTreeMap;
 
 /// `yolov8.yaml`'s repeats of its eight `C2f`s (backbone, then neck) before depth scaling.
 const C2F_REPEATS: [usize; 8] = [3, 6, 6, 3, 3, 3, 3, 3];
@@ -73,28 +74,11 @@ fn yolov8_constants(cfg: &YoloConfig) -> i64 {
     2 * 2 * anchors + anchors + 1 + 2 * 4
 }
 
-#[test]
-fn yolov8n_full_parameters_are_the_published_ones() {
-    let cfg = YoloConfig::full();
-    // ultralytics reports 3,157,200 parameters for YOLOv8n with its BatchNorms and 3,151,904
-    // after `fuse()`: folding drops BN's scale and shift and adds one conv bias per channel.
-    assert_eq!(yolov8_parameters(&cfg, 2), 3_157_200);
-    assert_eq!(yolov8_parameters(&cfg, 1), 3_151_904);
-    assert_eq!(yolov8_constants(&cfg), 5 * 8400 + 9);
-    let model = yolo(&cfg, 1);
-    let expected = yolov8_parameters(&cfg, 1) + yolov8_constants(&cfg);
-    assert_eq!(model.parameters, expected as u64);
-}
-
-#[test]
-fn yolov8_small_matches_through_c_and_onnxruntime() {
-    let cfg = YoloConfig::small();
-    let model = yolo(&cfg, 1);
-    let expected = yolov8_parameters(&cfg, 1) + yolov8_constants(&cfg);
-    assert_eq!(model.parameters, expected as u64);
-
-    let p = import_bound(&model.bytes, &[]);
-    let (_, n) = scaled(&cfg);
+/// The imported program's operators: Conv + SiLU in 7 strided or plain `Conv`s, 2 per C2f and
+/// 2 per bottleneck, 2 in SPPF and 4 per detection level; the head's 6 final 1×1 convolutions
+/// and DFL's. The chunk's size arithmetic (Shape, Gather, Add, Div, Mul on int64) folds away.
+fn yolov8_ops(cfg: &YoloConfig) -> BTreeMap<String, usize> {
+    let (_, n) = scaled(cfg);
     let repeats: Vec<i64> = C2F_REPEATS.iter().map(|&k| n(k)).collect();
     let bottlenecks: i64 = repeats.iter().sum();
     let shortcuts: i64 = repeats
@@ -102,11 +86,8 @@ fn yolov8_small_matches_through_c_and_onnxruntime() {
         .zip(C2F_SHORTCUT)
         .filter_map(|(&r, s)| s.then_some(r))
         .sum();
-    // Conv + SiLU: 7 strided or plain `Conv`s, 2 per C2f and 2 per bottleneck, 2 in SPPF and
-    // 4 per detection level; then the head's 6 final 1×1 convolutions and DFL's. The chunk's
-    // size arithmetic (Shape, Gather, Add, Div, Mul on int64) folds away at import.
     let silu = (7 + 2 * 8 + 2 * bottlenecks + 2 + 4 * 3) as usize;
-    let expected_ops = counts(&[
+    counts(&[
         ("Add", shortcuts as usize + 2),
         ("Concat", 8 + 1 + 4 + 3 + 3),
         ("Conv", silu + 6 + 1),
@@ -121,8 +102,36 @@ fn yolov8_small_matches_through_c_and_onnxruntime() {
         ("Split", 9),
         ("Sub", 2),
         ("Transpose", 1),
-    ]);
-    assert_eq!(library_ops(&p), expected_ops);
+    ])
+}
+
+#[test]
+fn yolov8n_full_imports_with_the_published_parameters() {
+    let cfg = YoloConfig::full();
+    // ultralytics reports 3,157,200 parameters for YOLOv8n with its BatchNorms and 3,151,904
+    // after `fuse()`: folding drops BN's scale and shift and adds one conv bias per channel.
+    assert_eq!(yolov8_parameters(&cfg, 2), 3_157_200);
+    assert_eq!(yolov8_parameters(&cfg, 1), 3_151_904);
+    assert_eq!(yolov8_constants(&cfg), 5 * 8400 + 9);
+    let model = yolo(&cfg, 1);
+    let expected = yolov8_parameters(&cfg, 1) + yolov8_constants(&cfg);
+    assert_eq!(model.parameters, expected as u64);
+    // The full size imports (two seconds in a debug build).
+    assert_eq!(
+        library_ops(&import_bound(&model.bytes, &[])),
+        yolov8_ops(&cfg)
+    );
+}
+
+#[test]
+fn yolov8_small_matches_through_c_and_onnxruntime() {
+    let cfg = YoloConfig::small();
+    let model = yolo(&cfg, 1);
+    let expected = yolov8_parameters(&cfg, 1) + yolov8_constants(&cfg);
+    assert_eq!(model.parameters, expected as u64);
+
+    let p = import_bound(&model.bytes, &[]);
+    assert_eq!(library_ops(&p), yolov8_ops(&cfg));
 
     let inputs = random_inputs(&p, 5).expect("inputs");
     let ours = interpreter_and_c_agree(&p, &inputs);
