@@ -31,8 +31,9 @@ pub struct WaveNetConfig {
     pub gate: i64,
     /// Channels of the skip connections and of the first output convolution.
     pub skip: i64,
+    /// Stacks of dilated layers (at least one).
     pub stacks: usize,
-    /// Layers per stack; layer `l` of a stack has dilation `2^l`.
+    /// Layers per stack (at least one); layer `l` of a stack has dilation `2^l`.
     pub layers_per_stack: usize,
     /// Samples in the (static) input.
     pub samples: i64,
@@ -65,6 +66,7 @@ impl WaveNetConfig {
         }
     }
 
+    /// Residual layers over all stacks.
     pub fn layers(&self) -> usize {
         self.stacks * self.layers_per_stack
     }
