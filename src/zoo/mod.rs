@@ -20,6 +20,8 @@ pub mod net;
 pub mod networks;
 pub mod resnet;
 pub mod torch_idioms;
+pub mod wavenet;
+pub mod yolo;
 
 /// A model the shipped recipes are locked against: its name (the lock's `models/<name>.onnx`)
 /// and how to write it. Building is deferred, so listing the names costs nothing.

@@ -95,20 +95,47 @@ impl Net {
         name
     }
 
+    /// A `Constant` holding an int64 tensor under `name` (made unique): the tracer names the
+    /// constants it lifts out of every scope after their first consumer, `onnx::<Op>_<n>`.
+    pub fn const_i64_named(&mut self, name: &str, dims: &[i64], values: Vec<i64>) -> String {
+        let name = self.unique(name);
+        self.edit(|b| b.constant_i64(&name, dims, values));
+        name
+    }
+
     /// `/<scope>/Constant` holding a float scalar.
     pub fn const_f32(&mut self, scope: &str, value: f32) -> String {
+        self.const_f32_tensor(scope, &[], vec![value])
+    }
+
+    /// `/<scope>/Constant` holding a float tensor (anchor grids, resize scales).
+    pub fn const_f32_tensor(&mut self, scope: &str, dims: &[i64], values: Vec<f32>) -> String {
         let name = self.unique(&format!("{scope}/Constant")) + "_output_0";
-        self.parameters += 1;
-        self.edit(|b| b.constant(&name, &[], vec![value]));
+        self.parameters += values.len() as u64;
+        self.edit(|b| b.constant(&name, dims, values));
         name
     }
 
     /// The node `/<scope>/<op>` with one output, returned.
     pub fn op(&mut self, scope: &str, op: &str, inputs: &[&str], attrs: Attrs) -> String {
+        let mut outs = self.op_outputs(scope, op, inputs, 1, attrs);
+        outs.pop().expect("one output was named")
+    }
+
+    /// The node `/<scope>/<op>` with `n` outputs (`…_output_0`, `…_output_1`, …), returned.
+    pub fn op_outputs(
+        &mut self,
+        scope: &str,
+        op: &str,
+        inputs: &[&str],
+        n: usize,
+        attrs: Attrs,
+    ) -> Vec<String> {
         let node = self.unique(&format!("{scope}/{op}"));
-        let out = format!("{node}_output_0");
-        self.edit(|b| b.named_node(&node, op, inputs, &[out.as_str()], attrs));
-        out
+        let outs: Vec<String> = (0..n).map(|i| format!("{node}_output_{i}")).collect();
+        let names: Vec<&str> = outs.iter().map(String::as_str).collect();
+        self.edit(|b| b.named_node(&node, op, inputs, &names, attrs));
+        outs
     }
 
     /// The node `/<scope>/<op>` writing the given (graph output) name.

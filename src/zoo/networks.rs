@@ -13,6 +13,8 @@ use super::mixer::{mixer, MixerConfig};
 use super::mobilenet::{mobilenet_v2, MobileNetV2Config};
 use super::net::Exported;
 use super::resnet::{resnet, ResNetSpec, RESNET18, RESNET50, WIDE_RESNET50_2};
+use super::wavenet::{wavenet, WaveNetConfig};
+use super::yolo::{yolo, YoloConfig};
 
 /// One network of the suite.
 pub struct SuiteNetwork {
@@ -97,5 +99,16 @@ pub fn networks() -> Vec<SuiteNetwork> {
                 |seed| dlrm(&DlrmConfig::full(), seed),
             )
         },
+        net(
+            "wavenet",
+            "WaveNet: 2 stacks of 10 dilated causal convolutions (residual 64, skip 256), \
+             16,000 one-hot samples",
+            |seed| wavenet(&WaveNetConfig::full(), seed),
+        ),
+        net(
+            "yolov8n",
+            "YOLOv8n detector without NMS, 640×640 (C2f, SPPF, PAN neck, DFL head)",
+            |seed| yolo(&YoloConfig::full(), seed),
+        ),
     ]
 }

@@ -1,6 +1,7 @@
-//! How `torch.onnx.export` names scopes, the shape idioms it writes for `x.size(i)`, `view`
-//! and `permute`, and the layers torchvision's classifiers share (convolutions with batch norm
-//! folded in, the final `nn.Linear`), used by the model builders.
+//! How `torch.onnx.export` names scopes, the shape idioms it writes for `x.size(i)`, `view`,
+//! `permute`, constant slices and `chunk`, its `Conv` attributes, and the layers torchvision's
+//! classifiers share (convolutions with batch norm folded in, the final `nn.Linear`), used by the
+//! model builders.
 
 use super::net::{int, ints, Attrs, Net};
 use crate::onnx::AttrValue;
@@ -280,4 +281,55 @@ pub fn gelu(net: &mut Net, scope: &str, x: &str) -> String {
     let prod = net.op(scope, "Mul", &[x, &shifted], vec![]);
     let half = net.const_f32(scope, 0.5);
     net.op(scope, "Mul", &[&prod, &half], vec![])
+}
+
+/// The attributes the exporter writes on every `Conv` (1-D or 2-D): `pads` lists the begins,
+/// then the ends.
+pub fn conv_attrs(
+    kernel: &[i64],
+    strides: &[i64],
+    pads: &[i64],
+    dilations: &[i64],
+    group: i64,
+) -> Attrs {
+    vec![
+        ("dilations", ints(dilations)),
+        ("group", int(group)),
+        ("kernel_shape", ints(kernel)),
+        ("pads", ints(pads)),
+        ("strides", ints(strides)),
+    ]
+}
+
+/// `x[..., start:end]` on `axis` with constant bounds: four `Constant`s (axes first, then
+/// starts, ends and steps, the order the exporter creates them in) and a `Slice`.
+pub fn slice(net: &mut Net, scope: &str, x: &str, axis: i64, (start, end): (i64, i64)) -> String {
+    let axes = net.const_i64(scope, &[1], vec![axis]);
+    let starts = net.const_i64(scope, &[1], vec![start]);
+    let ends = net.const_i64(scope, &[1], vec![end]);
+    let steps = net.const_i64(scope, &[1], vec![1]);
+    net.op(scope, "Slice", &[x, &starts, &ends, &axes, &steps], vec![])
+}
+
+/// `x.chunk(chunks, dim)` as the exporter writes it from opset 13 on (`prim::ConstantChunk`),
+/// even for a static shape: the chunk size `(size + chunks - 1) / chunks` read with Shape →
+/// Gather → Add → Div, and one `Slice` per chunk between multiples of it.
+pub fn chunk(net: &mut Net, scope: &str, x: &str, chunks: i64, dim: i64) -> Vec<String> {
+    let shape = net.op(scope, "Shape", &[x], vec![]);
+    let axis = net.const_i64(scope, &[1], vec![dim]);
+    let size = net.op(scope, "Gather", &[&shape, &axis], vec![("axis", int(0))]);
+    let mut start = net.const_i64(scope, &[1], vec![0]);
+    let round_up = net.const_i64(scope, &[1], vec![chunks - 1]);
+    let padded = net.op(scope, "Add", &[&size, &round_up], vec![]);
+    let count = net.const_i64(scope, &[1], vec![chunks]);
+    let step = net.op(scope, "Div", &[&padded, &count], vec![]);
+    (1..=chunks)
+        .map(|i| {
+            let index = net.const_i64(scope, &[1], vec![i]);
+            let end = net.op(scope, "Mul", &[&step, &index], vec![]);
+            let part = net.op(scope, "Slice", &[x, &start, &end, &axis], vec![]);
+            start = end;
+            part
+        })
+        .collect()
 }

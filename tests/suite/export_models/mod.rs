@@ -7,6 +7,8 @@
 //! The builders are the library's (`dmove::zoo`); widths are small, structures are the real ones.
 
 pub mod pipeline;
+mod wavenet;
+mod yolo;
 
 mod efficientnet;
 mod mobilenet;
