@@ -81,7 +81,9 @@ def setup():
     compiled = core.compile_model(core.read_model(d + "/model.onnx"), "CPU", config)
     request = compiled.create_infer_request()
     outs = compiled.outputs
-    names = [o.get_any_name() for o in outs]
+    # A tensor has several names where an Identity writes a graph output; the graph's is wanted.
+    wanted = set(spec["outputs"])
+    names = [next((n for n in sorted(o.get_names()) if n in wanted), o.get_any_name()) for o in outs]
     def run(feeds):
         result = request.infer(feeds)
         return names, [result[o] for o in outs]
@@ -202,8 +204,14 @@ pub fn run(peer: Peer, job: &PeerJob) -> Result<PeerRun, PeerError> {
     }
     let matmul =
         (job.matmul.as_ref()).map(|(a, b, out)| serde_json::json!({"a": a, "b": b, "output": out}));
+    // The graph's output names (none for bytes that do not parse: the peer then reports why).
+    let outputs: Vec<String> = crate::onnx::load_model(job.model)
+        .ok()
+        .and_then(|m| m.graph)
+        .map(|g| g.output.into_iter().filter_map(|o| o.name).collect())
+        .unwrap_or_default();
     let spec = serde_json::json!({"inputs": spec_inputs, "warmup": job.warmup, "reps": job.reps,
-        "threads": job.threads, "matmul": matmul});
+        "threads": job.threads, "matmul": matmul, "outputs": outputs});
     std::fs::write(dir.path().join("spec.json"), spec.to_string())?;
     let python = std::env::var("DMOVE_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut cmd = Command::new(&python);

@@ -19,7 +19,6 @@ mod dlrm;
 mod gqa_layer;
 mod mixer;
 
-use dmove::check::random_inputs;
 use dmove::ir::Tensor;
 use dmove::zoo::bert::{self, bert, BertConfig};
 use dmove::zoo::decoder::{self, decoder, DecoderConfig};
