@@ -288,7 +288,7 @@ impl<'p> ScopeBuilder<'p> {
         if rank == 0 || self.graph.in_edges(previous).is_empty() {
             return;
         }
-        let empty = Subset(vec![Dim::Range(Range::upto(SymExpr::Int(0))); rank]);
+        let empty = Subset::empty(rank);
         self.graph
             .add_edge(previous, writer, Memlet::new(data, empty));
     }

@@ -147,6 +147,12 @@ impl Subset {
         )
     }
 
+    /// No element of a container of rank `rank` (`0:0` on every axis): the subset of an
+    /// ordering edge, which moves nothing and only orders its ends.
+    pub fn empty(rank: usize) -> Self {
+        Subset(vec![Dim::Range(Range::upto(SymExpr::Int(0))); rank])
+    }
+
     /// A single element.
     pub fn element(idx: impl IntoIterator<Item = SymExpr>) -> Self {
         Subset(idx.into_iter().map(Dim::Index).collect())

@@ -22,8 +22,7 @@
 //! node of each names the container). [`plan_buffers`] proposes a whole plan greedily.
 
 use crate::ir::{
-    DataDesc, DataKind, Dim, Graph, Memlet, NodeId, NodeKind, Program, Range, Storage, Subset,
-    SymExpr,
+    DataDesc, DataKind, Graph, Memlet, NodeId, NodeKind, Program, Storage, Subset, SymExpr,
 };
 use crate::transform::support::opgraph::{rename_container, same_shape, shown};
 use crate::transform::{
@@ -312,7 +311,7 @@ fn orderings(
             })
             .ok_or(n)?;
         scratch.add_edge(source.other, writer, source.memlet.clone());
-        let empty = Subset(vec![Dim::Range(Range::upto(SymExpr::Int(0))); rank]);
+        let empty = Subset::empty(rank);
         let memlet = Memlet::new(source.memlet.data.as_str(), empty);
         out.push((g.node(source.other).id, memlet));
     }
