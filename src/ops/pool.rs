@@ -3,9 +3,16 @@
 //! All six are one operator shape — reduce a sliding window over the spatial axes of an NC…
 //! tensor — and differ only in where the window comes from (attributes, or the whole spatial
 //! extent) and in what they reduce, so one [`Pool`] value describes each.
+//!
+//! NhwcMaxPool and NhwcAveragePool are MaxPool and AveragePool (without MaxPool's `Indices`)
+//! over channels-last tensors (`N, spatial…, C`): what the ChannelsLast transformation turns a
+//! pooling inside a channels-last region into, so a ResNet stem or a detector's SPPF needs no
+//! transposes around its pools. Their expansion puts the channel loop innermost, where it walks
+//! X and Y with unit stride.
 
 mod indices;
 
+use super::conv::Channels;
 use super::expand::elementwise_index;
 use super::window::{
     float_input, multi_indices, offset, sym_shape, tap, tensor_input, Tap, Window,
@@ -17,35 +24,19 @@ use crate::ir::{
 };
 
 pub static OPS: &[&dyn Operator] = &[
+    &Pool::first("MaxPool", Reduce::Max, false),
+    &Pool::first("AveragePool", Reduce::Average, false),
+    &Pool::first("LpPool", Reduce::Lp, false),
+    &Pool::first("GlobalMaxPool", Reduce::Max, true),
+    &Pool::first("GlobalAveragePool", Reduce::Average, true),
+    &Pool::first("GlobalLpPool", Reduce::Lp, true),
     &Pool {
-        name: "MaxPool",
-        reduce: Reduce::Max,
-        global: false,
+        layout: Channels::Last,
+        ..Pool::first("NhwcMaxPool", Reduce::Max, false)
     },
     &Pool {
-        name: "AveragePool",
-        reduce: Reduce::Average,
-        global: false,
-    },
-    &Pool {
-        name: "LpPool",
-        reduce: Reduce::Lp,
-        global: false,
-    },
-    &Pool {
-        name: "GlobalMaxPool",
-        reduce: Reduce::Max,
-        global: true,
-    },
-    &Pool {
-        name: "GlobalAveragePool",
-        reduce: Reduce::Average,
-        global: true,
-    },
-    &Pool {
-        name: "GlobalLpPool",
-        reduce: Reduce::Lp,
-        global: true,
+        layout: Channels::Last,
+        ..Pool::first("NhwcAveragePool", Reduce::Average, false)
     },
 ];
 
@@ -63,12 +54,15 @@ enum Reduce {
 }
 
 /// A pooling operator.
+#[derive(Clone, Copy)]
 pub struct Pool {
     name: &'static str,
     reduce: Reduce,
     /// The window is each whole spatial axis and the operator takes no window attributes
     /// (GlobalLpPool still reads `p`).
     global: bool,
+    /// Where X and Y keep their channels.
+    layout: Channels,
 }
 
 /// Reads a 0/1 attribute (0 when absent).
@@ -89,17 +83,32 @@ fn max_pool_input<'a>(
 }
 
 impl Pool {
-    /// The window over input shape `x` (validated).
+    /// The ONNX pooling `name`, channels-first.
+    const fn first(name: &'static str, reduce: Reduce, global: bool) -> Pool {
+        Pool {
+            name,
+            reduce,
+            global,
+            layout: Channels::First,
+        }
+    }
+
+    /// The window over input shape `x`, stored in the operator's layout (validated).
     fn window(&self, node: &LibraryNode, x: &[SymExpr]) -> Result<Window, OpError> {
         if x.len() < 3 {
+            let axes = match self.layout {
+                Channels::First => "N, C, spatial…",
+                Channels::Last => "N, spatial…, C",
+            };
             return Err(OpError::shape(
                 self.name,
                 format!(
-                    "input X must have rank at least 3 (N, C, spatial…), got rank {}",
+                    "input X must have rank at least 3 ({axes}), got rank {}",
                     x.len()
                 ),
             ));
         }
+        let x = self.layout.to_first(x.to_vec());
         let spatial = &x[2..];
         if self.global {
             return Ok(Window::global(spatial));
@@ -148,7 +157,7 @@ impl Pool {
     }
 
     fn has_indices(&self) -> bool {
-        !self.global && self.reduce == Reduce::Max
+        !self.global && self.reduce == Reduce::Max && self.layout == Channels::First
     }
 
     /// LpPool's exponent `p` (a positive integer, default 2); 1 for the other pools.
@@ -175,11 +184,12 @@ impl Pool {
         }
     }
 
-    /// `(n, c, o…)` output shape of input shape `x`.
+    /// The output shape of input shape `x` (`(n, c, o…)` in the operator's layout).
     fn output_shape(&self, x: &[SymExpr], window: &Window) -> Vec<SymExpr> {
-        let mut s = x[..2].to_vec();
+        let mut s = self.layout.to_first(x.to_vec());
+        s.truncate(2);
         s.extend(window.output_shape());
-        s
+        self.layout.order(s)
     }
 }
 
@@ -219,6 +229,18 @@ impl Operator for Pool {
 
     fn eval(&self, node: &LibraryNode, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, OpError> {
         let x = tensor_input(self.name, inputs, 0, "input X")?;
+        if self.layout == Channels::Last {
+            // The reference is the channels-first pooling between two transposes: it shares
+            // no index arithmetic with the channels-last expansion.
+            let first = Pool {
+                layout: Channels::First,
+                ..*self
+            };
+            let x = Channels::Last.relayout(x)?;
+            return (first.eval(node, &[Some(&x)])?.iter())
+                .map(|y| Channels::First.relayout(y))
+                .collect();
+        }
         let window = self.window(node, &sym_shape(&x.shape))?;
         let include_pad = self.include_pad(node)?;
         let order = self.indices_order(node)?;
@@ -327,20 +349,28 @@ impl Operator for Pool {
         let rank = window.axes.len();
         let outs: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("o{d}"))).collect();
         let ks: Vec<SymExpr> = (0..rank).map(|d| SymExpr::sym(format!("k{d}"))).collect();
-        let mut red_params: Vec<(String, Range)> = vec![
-            ("n".into(), Range::upto(xd.shape[0].clone())),
-            ("c".into(), Range::upto(xd.shape[1].clone())),
-        ];
+        let x_first = self.layout.to_first(xd.shape.clone());
+        let batch = ("n".to_string(), Range::upto(x_first[0].clone()));
+        let channels = ("c".to_string(), Range::upto(x_first[1].clone()));
+        // The channel loop is the outer one channels-first and the innermost channels-last:
+        // either way the innermost loop walks the unit-stride axis.
+        let mut red_params: Vec<(String, Range)> = vec![batch];
+        if self.layout == Channels::First {
+            red_params.push(channels.clone());
+        }
         for (d, a) in window.axes.iter().enumerate() {
             red_params.push((format!("o{d}"), Range::upto(a.output.clone())));
         }
         for (d, a) in window.axes.iter().enumerate() {
             red_params.push((format!("k{d}"), Range::upto(a.kernel.clone())));
         }
+        if self.layout == Channels::Last {
+            red_params.push(channels);
+        }
         let (x_spatial, inside) = window.read_index(&outs, &ks);
-        let nc = [SymExpr::sym("n"), SymExpr::sym("c")];
-        let x_idx = nc.clone().into_iter().chain(x_spatial);
-        let t_idx = nc.into_iter().chain(outs);
+        let nc = vec![SymExpr::sym("n"), SymExpr::sym("c")];
+        let x_idx = self.layout.order([nc.clone(), x_spatial].concat());
+        let t_idx = self.layout.order([nc, outs].concat());
         let xv = TExpr::input("x");
         let term = match (self.reduce, p) {
             (Reduce::Lp, 1) => TExpr::unary(UnOp::Abs, xv),
@@ -377,7 +407,7 @@ impl Operator for Pool {
             indices::append(ctx, &window, &red_params, column)?;
         }
         if self.reduce != Reduce::Max {
-            let divisor = window.divisor(&idx[2..], include_pad);
+            let divisor = window.divisor(&self.layout.to_first(idx.clone())[2..], include_pad);
             let divisor = match divisor.as_int() {
                 Some(v) => TExpr::Const(v as f64),
                 None => TExpr::Index(divisor),

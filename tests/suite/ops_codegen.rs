@@ -604,6 +604,26 @@ fn cases() -> Vec<Case> {
         ]),
         vec![var(&[1, 2, 4, 5])],
     ));
+    // Channels-last pools (`N, H, W, C`): padded, strided, uneven windows.
+    v.push((
+        "NhwcMaxPool",
+        attrs(&[
+            ("kernel_shape", ints(&[3, 2])),
+            ("strides", ints(&[2, 1])),
+            ("pads", ints(&[1, 0, 1, 1])),
+        ]),
+        vec![var(&[2, 7, 5, 3])],
+    ));
+    v.push((
+        "NhwcAveragePool",
+        attrs(&[
+            ("kernel_shape", ints(&[3, 3])),
+            ("pads", ints(&[1, 1, 1, 1])),
+            ("ceil_mode", Attr::Int(1)),
+            ("strides", ints(&[2, 2])),
+        ]),
+        vec![var(&[1, 6, 5, 4])],
+    ));
     v.push(("GlobalAveragePool", none(), vec![var(&[2, 3, 4, 5])]));
     v.push(("GlobalMaxPool", none(), vec![var(&[2, 3, 1, 5])]));
     v.push((

@@ -39,6 +39,54 @@ fn maxpool_by_hand() {
     );
 }
 
+/// The channels-last pools: the same windows over `N, H, W, C`, worked out by hand on two
+/// channels that differ (channel 1 is channel 0 negated), and their shapes and expansions.
+#[test]
+fn channels_last_pools_by_hand() {
+    // X[0, h, w, 0] = 4h + w, X[0, h, w, 1] = -(4h + w): a 4×4 image of two channels.
+    let values: Vec<f32> = (0..16).flat_map(|v| [v as f32, -(v as f32)]).collect();
+    let x = t(&[1, 4, 4, 2], &values);
+    let a = [("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))];
+    assert_close(
+        &eval("NhwcMaxPool", &a, &[Some(&x)]),
+        &[1, 2, 2, 2],
+        &[5., 0., 7., -2., 13., -8., 15., -10.],
+    );
+    // A 3×3 average with padding 1, divisor counting only positions inside: the corner
+    // window (0, 0) averages {0, 1, 4, 5}.
+    let a = [
+        ("kernel_shape", ints(&[3, 3])),
+        ("pads", ints(&[1, 1, 1, 1])),
+        ("strides", ints(&[3, 3])),
+    ];
+    assert_close(
+        &eval("NhwcAveragePool", &a, &[Some(&x)]),
+        &[1, 2, 2, 2],
+        &[2.5, -2.5, 4.5, -4.5, 10.5, -10.5, 12.5, -12.5],
+    );
+    // No Indices output channels-last, and the layout is named in rank errors.
+    assert_eq!(lookup("NhwcMaxPool").expect("known").output_count(), 1);
+    shape_error(
+        infer(
+            "NhwcMaxPool",
+            &[("kernel_shape", ints(&[2]))],
+            &[Some(ty(&[2, 7]))],
+        ),
+        "N, spatial…, C",
+    );
+    let a = [
+        ("kernel_shape", ints(&[3, 2])),
+        ("strides", ints(&[2, 1])),
+        ("pads", ints(&[1, 0, 1, 1])),
+    ];
+    let got = infer("NhwcAveragePool", &a, &[Some(ty(&[2, 7, 5, 3]))]).expect("infers");
+    let dims: Vec<SymExpr> = [2, 4, 5, 3].into_iter().map(SymExpr::from).collect();
+    assert_eq!(got.shape, dims);
+    for op in ["NhwcMaxPool", "NhwcAveragePool"] {
+        expansion_agrees(op, &a, &[Some(&[2, 7, 5, 3])], &[]);
+    }
+}
+
 /// MaxPool's Indices: flat positions over the whole input, `(n·C + c)·H·W + spatial offset`
 /// (ONNX's definition), row-major or with `storage_order = 1` column-major, of the first
 /// maximum in window order. Worked out by hand.

@@ -135,33 +135,54 @@ fn concat_on_channels_follows_the_channels_to_the_last_axis() {
     same_results(&original, &p);
 }
 
-#[test]
-fn refused_where_the_layout_cannot_change() {
-    // A window pooling has no channels-last operator: a region cannot start there, and one
-    // started at the Conv stops before it (transposes around the Conv only).
-    let mut p = model(
+/// A pooled convolution: `op` (a 2×2 window pooling, `extra` attributes) → Relu → Conv,
+/// on a 6×6 image; the result is `side`×`side`.
+fn pooled(op: &str, extra: Vec<(&str, AttrValue)>, side: i64) -> Program {
+    let mut attrs = vec![("kernel_shape", AttrValue::Ints(vec![2, 2]))];
+    attrs.extend(extra);
+    model(
         ModelBuilder::new("pooled", 17)
             .input("X", [1, 2, 6, 6])
             .initializer("W", &[2, 2, 3, 3], values(36, 0.1))
-            .node(
-                "MaxPool",
-                &["X"],
-                &["P"],
-                vec![("kernel_shape", AttrValue::Ints(vec![2, 2]))],
-            )
+            .node(op, &["X"], &["P"], attrs)
             .node("Relu", &["P"], &["R"], vec![])
             .node("Conv", &["R", "W"], &["Y"], vec![])
-            .output("Y", [1, 2, 3, 3]),
-    );
-    let pool = node(&p, "MaxPool", 0);
+            .output("Y", [1, 2, side, side]),
+    )
+}
+
+#[test]
+fn window_pools_join_the_region() {
+    for (op, nhwc) in [
+        ("MaxPool", "NhwcMaxPool"),
+        ("AveragePool", "NhwcAveragePool"),
+    ] {
+        let mut p = pooled(op, vec![("pads", AttrValue::Ints(vec![1, 0, 0, 1]))], 4);
+        let original = p.clone();
+        let conv = node(&p, "Conv", 0);
+        applied(&mut p, "ChannelsLast", &[conv], &Params::new());
+        assert_eq!(
+            ops(&p),
+            ["Transpose", nhwc, "Relu", "NhwcConv", "Transpose"]
+        );
+        same_results(&original, &p);
+    }
+}
+
+#[test]
+fn refused_where_the_layout_cannot_change() {
+    // LpPool has no channels-last operator: a region cannot start there, and one started at
+    // the Conv stops before it (transposes around the Conv only).
+    let mut p = pooled("LpPool", vec![], 3);
+    let pool = node(&p, "LpPool", 0);
     let r = refused(&mut p, "ChannelsLast", &[pool], &Params::new());
-    assert_reason(&r, pool, "MaxPool has no channels-last form");
+    assert_reason(&r, pool, "LpPool has no channels-last form");
     let original = p.clone();
     let relu = node(&p, "Relu", 0);
     applied(&mut p, "ChannelsLast", &[relu], &Params::new());
     assert_eq!(
         ops(&p),
-        ["MaxPool", "Transpose", "Relu", "NhwcConv", "Transpose"]
+        ["LpPool", "Transpose", "Relu", "NhwcConv", "Transpose"]
     );
     same_results(&original, &p);
 }

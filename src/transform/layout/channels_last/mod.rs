@@ -10,11 +10,12 @@
 //! ```
 //! The site is any operator of the region; the region grows from it over every operator joined
 //! to it through data that has a channels-last form: Conv (→ NhwcConv, the same convolution with
-//! X and Y channels-last), GlobalAveragePool / GlobalMaxPool (→ ReduceMean / ReduceMax over the
-//! spatial axes), Concat (its axis follows the channels), and element-wise operators (unary, and
-//! broadcasting ones whose operands are 4-D or constants, which are permuted once here). Pooling
-//! with a window and BatchNormalization have no channels-last operator, so they end a region
-//! (fold a BatchNormalization into its Conv first with BatchNormIntoConv).
+//! X and Y channels-last), MaxPool / AveragePool (→ NhwcMaxPool / NhwcAveragePool; not a MaxPool
+//! that also writes its `Indices`), GlobalAveragePool / GlobalMaxPool (→ ReduceMean / ReduceMax
+//! over the spatial axes), Concat (its axis follows the channels), and element-wise operators
+//! (unary, and broadcasting ones whose operands are 4-D or constants, which are permuted once
+//! here). BatchNormalization has no channels-last operator, so it ends a region (fold it into
+//! its Conv first with BatchNormIntoConv).
 //!
 //! The rewrite is local and then simplified: every operator of the region is wrapped in its own
 //! transposes (in before each 4-D operand, out after its result), then transposes that meet are
@@ -94,8 +95,8 @@ const BROADCASTING: &[&str] = &["Add", "Div", "Max", "Min", "Mul", "Pow", "Sub",
 enum Form {
     /// The same operator and attributes.
     Same,
-    /// Conv → NhwcConv.
-    Conv,
+    /// The channels-last operator of this name, with the same attributes (Conv → NhwcConv).
+    Renamed(&'static str),
     /// A global pooling → this reduction over the spatial axes 1 and 2, keeping them.
     GlobalPool(&'static str),
     /// Concat along this axis of the channels-last operands.
@@ -320,7 +321,9 @@ fn neighbours(g: &Graph, m: &Member) -> Vec<NodeIndex> {
 fn member(p: &Program, op: OpNode) -> Result<Member, String> {
     let name = op.lib.op.as_str();
     let (form, layout_inputs): (Form, Vec<usize>) = match name {
-        "Conv" => (Form::Conv, vec![0]),
+        "Conv" => (Form::Renamed("NhwcConv"), vec![0]),
+        "MaxPool" => (Form::Renamed("NhwcMaxPool"), vec![0]),
+        "AveragePool" => (Form::Renamed("NhwcAveragePool"), vec![0]),
         "GlobalAveragePool" => (Form::GlobalPool("ReduceMean"), vec![0]),
         "GlobalMaxPool" => (Form::GlobalPool("ReduceMax"), vec![0]),
         "Concat" => {
@@ -342,7 +345,10 @@ fn member(p: &Program, op: OpNode) -> Result<Member, String> {
         }
         _ => return Err(format!("{name} has no channels-last form")),
     };
-    let [Some(result)] = op.outputs.as_slice() else {
+    let (Some(Some(result)), true) = (
+        op.outputs.first(),
+        op.outputs.iter().skip(1).all(Option::is_none),
+    ) else {
         return Err(format!("{name} must have exactly one output"));
     };
     let rank = |d: &str| p.data.get(d).map_or(0, |desc| desc.rank());
@@ -375,8 +381,8 @@ fn member(p: &Program, op: OpNode) -> Result<Member, String> {
 fn channels_last_op(lib: &LibraryNode, form: &Form) -> LibraryNode {
     match form {
         Form::Same => lib.clone(),
-        Form::Conv => LibraryNode {
-            op: "NhwcConv".into(),
+        Form::Renamed(op) => LibraryNode {
+            op: (*op).into(),
             attrs: lib.attrs.clone(),
         },
         Form::GlobalPool(reduce) => LibraryNode {
