@@ -45,10 +45,12 @@ impl RecipeModel {
 }
 
 /// The models `recipes/*.recipe.lock` are locked against (all but `mlp`, which uses the test
-/// fixture). Changing a configuration or seed here changes the bytes, and every lock built on
-/// that model must be updated with `dmove check --update`.
-pub fn recipe_models() -> [RecipeModel; 4] {
-    [
+/// fixture): four of the library's own, then each network of the suite at its small size
+/// (`SuiteNetwork::small`) under the suite's name, unless one of the four has that name already.
+/// Changing a configuration or seed here changes the bytes, and every lock built on that model
+/// must be updated with `dmove check --update`.
+pub fn recipe_models() -> Vec<RecipeModel> {
+    let mut models = vec![
         RecipeModel {
             name: "encoder",
             // The demo's encoder layer at its default sizes and seed.
@@ -66,7 +68,16 @@ pub fn recipe_models() -> [RecipeModel; 4] {
             name: "decoder",
             build: decoder_model,
         },
-    ]
+    ];
+    for network in networks::networks() {
+        if models.iter().all(|m| m.name != network.name) {
+            models.push(RecipeModel {
+                name: network.name,
+                build: network.small,
+            });
+        }
+    }
+    models
 }
 
 /// ResNet-50's eval-mode export at width 8 on 64×64 images.

@@ -25,6 +25,10 @@ pub struct SuiteNetwork {
     /// Values of the export's symbolic dimensions (its dynamic batch or sequence axes).
     pub dims: Vec<(&'static str, i64)>,
     build: fn(u64) -> Exported,
+    /// The same export at its `small()` configuration with seed 0: what `recipes/NAME.recipe`
+    /// is locked against (a lock replays in seconds there, where the full network takes
+    /// minutes).
+    pub small: fn() -> Vec<u8>,
 }
 
 impl SuiteNetwork {
@@ -36,37 +40,43 @@ impl SuiteNetwork {
 
 /// Every network of the suite, in the order they are run.
 pub fn networks() -> Vec<SuiteNetwork> {
-    let net = |name, title, build| SuiteNetwork {
+    let net = |name, title, build, small| SuiteNetwork {
         name,
         title,
         dims: Vec::new(),
         build,
+        small,
     };
     vec![
         net(
             "resnet18",
             "torchvision ResNet-18, 224×224 (eval export, BN folded)",
             |seed| resnet(&ResNetSpec::full(RESNET18), seed),
+            || resnet(&ResNetSpec::small(RESNET18), 0).bytes,
         ),
         net(
             "resnet50",
             "torchvision ResNet-50, 224×224 (eval export, BN folded)",
             |seed| resnet(&ResNetSpec::full(RESNET50), seed),
+            || resnet(&ResNetSpec::small(RESNET50), 0).bytes,
         ),
         net(
             "wide_resnet50_2",
             "torchvision Wide-ResNet-50-2, 224×224 (eval export, BN folded)",
             |seed| resnet(&ResNetSpec::full(WIDE_RESNET50_2), seed),
+            || resnet(&ResNetSpec::small(WIDE_RESNET50_2), 0).bytes,
         ),
         net(
             "mobilenet_v2",
             "torchvision MobileNetV2, 224×224 (inverted residuals, ReLU6 as Clip)",
             |seed| mobilenet_v2(&MobileNetV2Config::full(), seed),
+            || mobilenet_v2(&MobileNetV2Config::small(), 0).bytes,
         ),
         net(
             "efficientnet_b0",
             "torchvision EfficientNet-B0, 224×224 (MBConv, squeeze-excitation, SiLU)",
             |seed| efficientnet(&EfficientNetConfig::full(), seed),
+            || efficientnet(&EfficientNetConfig::small(), 0).bytes,
         ),
         SuiteNetwork {
             dims: bert::FULL_DIMS.to_vec(),
@@ -74,6 +84,7 @@ pub fn networks() -> Vec<SuiteNetwork> {
                 "bert_base",
                 "BERT-base, one encoder layer with embeddings and pooler, sequence 128",
                 |seed| bert::bert(&BertConfig::full(), seed),
+                || bert::bert(&BertConfig::small(), 0).bytes,
             )
         },
         net(
@@ -81,6 +92,7 @@ pub fn networks() -> Vec<SuiteNetwork> {
             "LLaMA-shaped decoder layer, opset 23 Attention/RotaryEmbedding/RMSNormalization, \
              32 query and 8 key/value heads, hidden 2048, sequence 256",
             |seed| gqa_layer(&GqaLayerConfig::full(), seed),
+            || gqa_layer(&GqaLayerConfig::small(), 0).bytes,
         ),
         SuiteNetwork {
             dims: MixerConfig::full().dims().to_vec(),
@@ -88,6 +100,7 @@ pub fn networks() -> Vec<SuiteNetwork> {
                 "mixer",
                 "MLP-Mixer-B/16: patch embedding, one mixer block, head; 224×224",
                 |seed| mixer(&MixerConfig::full(), seed),
+                || mixer(&MixerConfig::small(), 0).bytes,
             )
         },
         SuiteNetwork {
@@ -97,6 +110,7 @@ pub fn networks() -> Vec<SuiteNetwork> {
                 "DLRM: 26 embedding tables of 25,000×64, MLPs 13-512-256-64 and 415-512-256-1, \
                  dot interaction; batch 128",
                 |seed| dlrm(&DlrmConfig::full(), seed),
+                || dlrm(&DlrmConfig::small(), 0).bytes,
             )
         },
         net(
@@ -104,11 +118,13 @@ pub fn networks() -> Vec<SuiteNetwork> {
             "WaveNet: 2 stacks of 10 dilated causal convolutions (residual 64, skip 256), \
              16,000 one-hot samples",
             |seed| wavenet(&WaveNetConfig::full(), seed),
+            || wavenet(&WaveNetConfig::small(), 0).bytes,
         ),
         net(
             "yolov8n",
             "YOLOv8n detector without NMS, 640×640 (C2f, SPPF, PAN neck, DFL head)",
             |seed| yolo(&YoloConfig::full(), seed),
+            || yolo(&YoloConfig::small(), 0).bytes,
         ),
     ]
 }
