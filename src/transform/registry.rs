@@ -9,7 +9,8 @@
 use super::contract::Transformation;
 use super::expansion::expand::Expand;
 use super::fusion::{
-    map_fusion::MapFusion, on_the_fly_fusion::OnTheFlyFusion, reduction_fusion::ReductionFusion,
+    epilogue_fusion::EpilogueFusion, map_fusion::MapFusion, on_the_fly_fusion::OnTheFlyFusion,
+    prologue_fusion::PrologueFusion, reduction_fusion::ReductionFusion,
     sibling_map_fusion::SiblingMapFusion,
 };
 use super::layout::{
@@ -108,6 +109,7 @@ pub fn builtins() -> Vec<&'static dyn Transformation> {
         &ChannelsLast,
         &ConstantFolding,
         &ConstantMapFolding,
+        &EpilogueFusion,
         &Expand,
         &LayoutTransform,
         &LocalStorage,
@@ -122,6 +124,7 @@ pub fn builtins() -> Vec<&'static dyn Transformation> {
         &Pack,
         &PadIntoConv,
         &Parallelize,
+        &PrologueFusion,
         &ReductionFusion,
         &RegisterAccumulation,
         &ReshapeElimination,

@@ -145,9 +145,7 @@ impl MapFusion {
 /// and drops the intermediate array once nothing uses it.
 fn fuse(p: &mut Program, f: Fusion) -> Result<Vec<NodeId>, NotApplicable> {
     let fail = |r: &str| refuse(&MapFusion, f.consumer, r);
-    let mut reg = DataDesc::new(f.dtype, Vec::new(), DataKind::Transient);
-    reg.storage = Storage::Register;
-    p.data.insert(f.scalar.clone(), reg);
+    declare_register(p, &f.scalar, f.dtype);
     let mut edit = p.edit(f.consumer).ok_or_else(|| fail("no consumer"))?;
     let g = &mut *edit.graph;
     let ci = edit.idx;
@@ -163,6 +161,13 @@ fn fuse(p: &mut Program, f: Fusion) -> Result<Vec<NodeId>, NotApplicable> {
         p.data.remove(&f.t);
     }
     Ok(vec![f.producer, f.consumer])
+}
+
+/// Declares `name`, a scalar register of `dtype`: what an intermediate array becomes.
+pub(super) fn declare_register(p: &mut Program, name: &str, dtype: DType) {
+    let mut reg = DataDesc::new(dtype, Vec::new(), DataKind::Transient);
+    reg.storage = Storage::Register;
+    p.data.insert(name.to_string(), reg);
 }
 
 /// Equal iteration spaces (same ranges, position by position), or why not.
@@ -227,7 +232,7 @@ fn ranges(m: &MapNode) -> String {
 
 /// Inside one body, `data` is accessed only by tasklets directly in it: the rewrite redirects
 /// those accesses to the register and cannot reach into nested maps.
-fn nested_use(body: &Graph, data: &str) -> Result<(), String> {
+pub(super) fn nested_use(body: &Graph, data: &str) -> Result<(), String> {
     for idx in body.node_indices() {
         match &body.node(idx).kind {
             NodeKind::Access(d) if d == data => {
@@ -257,7 +262,7 @@ fn nested_use(body: &Graph, data: &str) -> Result<(), String> {
 /// dimension (`T[0, m, h, w]` in a map over `[m, h, w]`: a batch of one keeps its index 0).
 /// Then distinct iterations write distinct elements, so the consumer iteration that reads the
 /// same element finds it in a register.
-fn element_written(pm: &MapNode, data: &str) -> Result<Subset, String> {
+pub(super) fn element_written(pm: &MapNode, data: &str) -> Result<Subset, String> {
     let subset = (pm.body.edges())
         .find(|e| e.memlet.data == data && matches!(&pm.body.node(e.to).kind, NodeKind::Access(_)))
         .map(|e| e.memlet.subset.clone())
@@ -288,6 +293,38 @@ fn element_written(pm: &MapNode, data: &str) -> Result<Subset, String> {
     Ok(subset)
 }
 
+/// Whether `dims`, accessed by each iteration of `m`, visit every element of `t` (of shape
+/// `shape`) once: each index a parameter running over its whole dimension, or 0 in a dimension
+/// of extent 1. The error completes "the producer …" or "the consumer …".
+pub(super) fn covers(m: &MapNode, dims: &[Dim], shape: &[SymExpr], t: &str) -> Result<(), String> {
+    let indexed: Vec<&String> = (dims.iter())
+        .filter_map(|d| match d {
+            Dim::Index(SymExpr::Sym(q)) => Some(q),
+            _ => None,
+        })
+        .collect();
+    let once = indexed.len() == m.params.len()
+        && (m.params.iter())
+            .all(|param| indexed.iter().filter(|q| ***q == param.name).count() == 1);
+    let whole = once
+        && dims.len() == shape.len()
+        && dims.iter().zip(shape).all(|(d, extent)| match d {
+            Dim::Index(SymExpr::Sym(q)) => (m.params.iter()).any(|param| {
+                param.name == *q
+                    && param.range.start == SymExpr::Int(0)
+                    && param.range.end == *extent
+                    && param.range.step == SymExpr::Int(1)
+            }),
+            Dim::Index(e) => e.as_int() == Some(0) && extent.as_int() == Some(1),
+            Dim::Range(_) => false,
+        });
+    if whole {
+        Ok(())
+    } else {
+        Err(format!("does not visit every element of `{t}` once"))
+    }
+}
+
 /// `subset`, written in the parameters of `from`, in the parameters of `to` (position by position).
 fn in_params_of(subset: &Subset, from: &MapNode, to: &MapNode) -> Subset {
     let rename: BTreeMap<&str, SymExpr> = (from.params.iter().zip(&to.params))
@@ -298,7 +335,7 @@ fn in_params_of(subset: &Subset, from: &MapNode, to: &MapNode) -> Subset {
 
 /// Inside one body: `data` is accessed only at `expected`, with no resolution, written exactly
 /// once (producer) or only read (consumer) — so each register value is the element it replaces.
-fn element_accesses(
+pub(super) fn element_accesses(
     body: &Graph,
     data: &str,
     expected: &Subset,
@@ -340,8 +377,21 @@ fn fuse_bodies(pm: MapNode, cm: MapNode, t: &str, scalar: &str) -> MapNode {
         .zip(&cm.params)
         .map(|(a, b)| (a.name.clone(), SymExpr::sym(b.name.as_str())))
         .collect();
-    let mut body = pm.body;
-    substitute_symbols(&mut body, &|s| rename.get(s).cloned());
+    let mut first = pm.body;
+    substitute_symbols(&mut first, &|s| rename.get(s).cloned());
+    MapNode {
+        params: cm.params,
+        schedule: cm.schedule,
+        min_work: cm.min_work,
+        body: chain(first, cm.body, t, scalar),
+    }
+}
+
+/// One body from two: `first`, which writes the element of `t` that `second` reads, then
+/// `second`, the two connected through the register `scalar` instead of the array `t`. Both are
+/// already written in the same parameters.
+pub(super) fn chain(first: Graph, second: Graph, t: &str, scalar: &str) -> Graph {
+    let mut body = first;
     let to_scalar = |m: &mut Memlet| {
         if m.data == t {
             m.data = scalar.to_string();
@@ -358,17 +408,16 @@ fn fuse_bodies(pm: MapNode, cm: MapNode, t: &str, scalar: &str) -> MapNode {
     for m in body.memlets_mut() {
         to_scalar(m);
     }
-    let consumer = cm.body;
     let mut map: BTreeMap<NodeIndex, NodeIndex> = BTreeMap::new();
-    for idx in consumer.node_indices() {
-        let node = consumer.node(idx);
+    for idx in second.node_indices() {
+        let node = second.node(idx);
         let target = match (&node.kind, produced) {
             (NodeKind::Access(d), Some(src)) if d == t => src,
             _ => body.add_node(node.clone()),
         };
         map.insert(idx, target);
     }
-    for e in consumer.edges() {
+    for e in second.edges() {
         let (Some(&s), Some(&d)) = (map.get(&e.from), map.get(&e.to)) else {
             continue;
         };
@@ -376,10 +425,5 @@ fn fuse_bodies(pm: MapNode, cm: MapNode, t: &str, scalar: &str) -> MapNode {
         to_scalar(&mut m);
         body.add_edge(s, d, m);
     }
-    MapNode {
-        params: cm.params,
-        schedule: cm.schedule,
-        min_work: cm.min_work,
-        body,
-    }
+    body
 }

@@ -7,6 +7,7 @@ mod batch_index;
 mod layout;
 mod online;
 mod reduction;
+mod tile_fusions;
 mod welford;
 
 use dmove::check::single_op_program;
