@@ -17,16 +17,14 @@
 //! write indices, so it runs once for each element the producer stores; the array between them
 //! disappears when nothing else uses it. The producer keeps its id.
 
-use super::map_fusion::{chain, covers, declare_register, element_accesses, nested_use};
-use crate::ir::rewrite::substitute_symbols;
-use crate::ir::{
-    DataKind, Dim, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Program, Storage, Subset,
-    SymExpr,
+use super::map_fusion::{
+    chain, covers, declare_register, element_accesses, linked_pair, nested_use, LinkedPair,
 };
-use crate::transform::support::scope::{link, map_pairs, uses};
+use crate::ir::rewrite::substitute_symbols;
+use crate::ir::{Dim, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Program, Subset, SymExpr};
+use crate::transform::support::scope::{map_pairs, uses};
 use crate::transform::{
-    expect_map, refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema,
-    Transformation,
+    refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
 };
 use petgraph::stable_graph::NodeIndex;
 use std::collections::BTreeMap;
@@ -103,30 +101,17 @@ impl EpilogueFusion {
         consumer: NodeId,
         legality: &mut Legality,
     ) -> Result<Fusion, NotApplicable> {
-        let (pm, cm) = (
-            expect_map(self, p, producer)?,
-            expect_map(self, p, consumer)?,
-        );
+        let LinkedPair {
+            pm,
+            cm,
+            g,
+            pi,
+            ci,
+            link: link_node,
+            t,
+            desc,
+        } = linked_pair(self, p, producer, consumer)?;
         let why = |r: String| refuse(self, consumer, r);
-        let (g, pi) = (p.graph.locate(producer)).ok_or_else(|| why("no such producer".into()))?;
-        let ci = g.index_of(consumer).ok_or_else(|| {
-            why(format!(
-                "producer {producer} and consumer are in different scopes"
-            ))
-        })?;
-        let (link_node, t) = link(g, pi, ci).ok_or_else(|| {
-            why(format!(
-                "consumer does not read anything that map {producer} writes"
-            ))
-        })?;
-        let desc = (p.data.get(&t)).ok_or_else(|| why(format!("`{t}` is not declared")))?;
-        if desc.kind != DataKind::Transient || desc.storage != Storage::Global {
-            return Err(why(format!(
-                "`{t}` is not a global transient (it is {} {}), so it must stay in memory",
-                desc.kind.name(),
-                desc.storage.name()
-            )));
-        }
         let only = |edges: Vec<NodeIndex>, node: NodeIndex| edges.iter().all(|&o| o == node);
         let ins = |i: NodeIndex| g.in_edges(i).iter().map(|e| e.other).collect::<Vec<_>>();
         let outs = |i: NodeIndex| g.out_edges(i).iter().map(|e| e.other).collect::<Vec<_>>();

@@ -81,33 +81,17 @@ impl MapFusion {
         consumer: NodeId,
         legality: &mut Legality,
     ) -> Result<Fusion, NotApplicable> {
-        let (pm, cm) = (
-            expect_map(self, p, producer)?,
-            expect_map(self, p, consumer)?,
-        );
+        let LinkedPair {
+            pm,
+            cm,
+            g,
+            pi,
+            ci,
+            link: link_node,
+            t,
+            desc,
+        } = linked_pair(self, p, producer, consumer)?;
         let why = |r: String| refuse(self, consumer, r);
-        let (g, pi) = p
-            .graph
-            .locate(producer)
-            .ok_or_else(|| why("no such producer".into()))?;
-        let ci = g.index_of(consumer).ok_or_else(|| {
-            why(format!(
-                "producer {producer} and consumer are in different scopes"
-            ))
-        })?;
-        let (link_node, t) = link(g, pi, ci).ok_or_else(|| {
-            why(format!(
-                "consumer does not read anything that map {producer} writes"
-            ))
-        })?;
-        let desc = (p.data.get(&t)).ok_or_else(|| why(format!("`{t}` is not declared")))?;
-        if desc.kind != DataKind::Transient || desc.storage != Storage::Global {
-            return Err(why(format!(
-                "`{t}` is not a global transient (it is {} {}), so it must stay in memory",
-                desc.kind.name(),
-                desc.storage.name()
-            )));
-        }
         // Uses outside the two bodies: exactly the link (written by the producer, read by the consumer).
         let (all_r, all_w) = uses(&p.graph, &t);
         let (pr, pw) = uses(&pm.body, &t);
@@ -161,6 +145,66 @@ fn fuse(p: &mut Program, f: Fusion) -> Result<Vec<NodeId>, NotApplicable> {
         p.data.remove(&f.t);
     }
     Ok(vec![f.producer, f.consumer])
+}
+
+/// A producer and a consumer map of one scope linked through a global transient: what every
+/// fusion of two maps starts from.
+pub(super) struct LinkedPair<'p> {
+    pub pm: &'p MapNode,
+    pub cm: &'p MapNode,
+    /// The scope holding both.
+    pub g: &'p Graph,
+    pub pi: NodeIndex,
+    pub ci: NodeIndex,
+    /// The access node through which the consumer reads what the producer writes.
+    pub link: NodeIndex,
+    /// The linking array and its declaration.
+    pub t: String,
+    pub desc: &'p DataDesc,
+}
+
+/// The pair at `producer` → `consumer`, or why `fusion` refuses it (at the consumer): not two
+/// maps of one scope, nothing linking them, or a link that must stay in memory.
+pub(super) fn linked_pair<'p>(
+    fusion: &dyn Transformation,
+    p: &'p Program,
+    producer: NodeId,
+    consumer: NodeId,
+) -> Result<LinkedPair<'p>, NotApplicable> {
+    let (pm, cm) = (
+        expect_map(fusion, p, producer)?,
+        expect_map(fusion, p, consumer)?,
+    );
+    let why = |r: String| refuse(fusion, consumer, r);
+    let (g, pi) = (p.graph.locate(producer)).ok_or_else(|| why("no such producer".into()))?;
+    let ci = g.index_of(consumer).ok_or_else(|| {
+        why(format!(
+            "producer {producer} and consumer are in different scopes"
+        ))
+    })?;
+    let (link_node, t) = link(g, pi, ci).ok_or_else(|| {
+        why(format!(
+            "consumer does not read anything that map {producer} writes"
+        ))
+    })?;
+    let desc = (p.data.get(&t)).ok_or_else(|| why(format!("`{t}` is not declared")))?;
+    if desc.kind != DataKind::Transient || desc.storage != Storage::Global {
+        return Err(why(format!(
+            "`{t}` is not a global transient (it is {} {}), so it must stay in memory",
+            desc.kind.name(),
+            desc.storage.name()
+        )));
+    }
+    Ok(LinkedPair {
+        pm,
+        cm,
+        g,
+        pi,
+        ci,
+        link: link_node,
+        t,
+        desc,
+    })
 }
 
 /// Declares `name`, a scalar register of `dtype`: what an intermediate array becomes.

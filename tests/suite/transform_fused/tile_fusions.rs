@@ -5,7 +5,7 @@
 
 use super::{apply_checked, compiled_matches_interpreter, refused};
 use dmove::ir::text::parse;
-use dmove::ir::{NodeId, NodeKind, Program};
+use dmove::ir::{Graph, MapNode, NodeId, NodeKind, Program};
 use dmove::transform::Params;
 
 /// `y = relu(x·w + b)` over `[2, 8]` with a reduction of 3; `init_write` is where `init` writes
@@ -97,6 +97,27 @@ graph {{
     parse(&text).expect("parses").program
 }
 
+/// The map `id` directly inside `kernel`, which keeps its id through both fusions.
+fn in_kernel(p: &Program, id: NodeId) -> &MapNode {
+    let kernel = nested(&p.graph, NodeId(6));
+    nested(&kernel.body, id)
+}
+
+/// The map `id` of scope `g`.
+fn nested(g: &Graph, id: NodeId) -> &MapNode {
+    match g.index_of(id).map(|i| &g.node(i).kind) {
+        Some(NodeKind::Map(m)) => m,
+        _ => panic!("{id:?} is a map of its scope"),
+    }
+}
+
+/// Every container `m`'s body moves, with the subset: `b[j]`.
+fn accesses(m: &MapNode) -> Vec<String> {
+    (m.body.edges())
+        .map(|e| format!("{}{}", e.memlet.data, e.memlet.subset))
+        .collect()
+}
+
 /// `init` → `kernel`, the site of PrologueFusion.
 const SITE: [NodeId; 2] = [NodeId(1), NodeId(6)];
 /// `kernel` → `relu`, the site of EpilogueFusion.
@@ -107,26 +128,10 @@ fn the_bias_is_loaded_into_the_tiles_and_the_initialization_pass_disappears() {
     let mut p = tiled("i, j", "0:8", "i, j", "");
     apply_checked(&mut p, "PrologueFusion", &SITE, &Params::new());
     assert!(p.graph.index_of(NodeId(1)).is_none(), "`init` is gone");
-    let NodeKind::Map(kernel) = &p
-        .graph
-        .node(p.graph.index_of(NodeId(6)).expect("kernel"))
-        .kind
-    else {
-        panic!("the kernel is a map");
-    };
-    let load = kernel
-        .body
-        .index_of(NodeId(8))
-        .expect("the loader keeps its id");
-    let NodeKind::Map(load) = &kernel.body.node(load).kind else {
-        panic!("the loader is a map");
-    };
-    let reads: Vec<String> = (load.body.edges())
-        .map(|e| format!("{}{}", e.memlet.data, e.memlet.subset))
-        .collect();
+    let reads = accesses(in_kernel(&p, NodeId(8)));
     assert!(reads.iter().any(|m| m == "b[j]"), "{reads:?}");
     assert!(
-        !load.body.data_used().contains("t"),
+        !in_kernel(&p, NodeId(8)).body.data_used().contains("t"),
         "the loader no longer reads `t`"
     );
     compiled_matches_interpreter(&p);
@@ -178,26 +183,10 @@ fn the_activation_runs_in_the_tiles_store_and_the_result_array_disappears() {
     let mut p = tiled("i, j", "0:8", "i, j", "");
     apply_checked(&mut p, "EpilogueFusion", &EPILOGUE, &Params::new());
     assert!(p.graph.index_of(NodeId(31)).is_none(), "`relu` is gone");
-    let NodeKind::Map(kernel) = &p
-        .graph
-        .node(p.graph.index_of(NodeId(6)).expect("kernel"))
-        .kind
-    else {
-        panic!("the kernel is a map");
-    };
-    let store = kernel
-        .body
-        .index_of(NodeId(15))
-        .expect("the store keeps its id");
-    let NodeKind::Map(store) = &kernel.body.node(store).kind else {
-        panic!("the store is a map");
-    };
-    let writes: Vec<String> = (store.body.edges())
-        .map(|e| format!("{}{}", e.memlet.data, e.memlet.subset))
-        .collect();
+    let writes = accesses(in_kernel(&p, NodeId(15)));
     assert!(writes.iter().any(|m| m == "y[i, j]"), "{writes:?}");
     assert!(
-        !store.body.data_used().contains("t"),
+        !in_kernel(&p, NodeId(15)).body.data_used().contains("t"),
         "the store no longer writes `t`"
     );
     // Both fusions: `t` is neither initialized nor stored, only the tile remains.
