@@ -21,7 +21,9 @@ use super::map_fusion::{
     chain, covers, declare_register, element_accesses, linked_pair, nested_use, LinkedPair,
 };
 use crate::ir::rewrite::substitute_symbols;
-use crate::ir::{Dim, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Program, Subset, SymExpr};
+use crate::ir::{
+    Dim, Graph, MapNode, Memlet, Node, NodeId, NodeKind, Program, Storage, Subset, SymExpr,
+};
 use crate::transform::support::scope::{map_pairs, uses};
 use crate::transform::{
     refuse, Call, Legality, Level, NodeClass, NotApplicable, Plan, Role, Schema, Transformation,
@@ -132,7 +134,7 @@ impl EpilogueFusion {
             covers(cm, &read.0, &desc.shape, &t)
                 .map_err(|r| why(format!("the consumer {r}: it is not element-wise"))),
         )?;
-        let outputs = conflict_free_writes(cm).map_err(why)?;
+        let outputs = conflict_free_writes(p, cm).map_err(why)?;
         let (store, written) = store(pm, &t).map_err(why)?;
         legality.holds(stored_everywhere(p, pm, store, &desc.shape, &t).map_err(why))?;
         legality.holds(ready_before(g, pi, ci, link_node).map_err(why))?;
@@ -144,7 +146,7 @@ impl EpilogueFusion {
         }
         let mut body = cm.body.clone();
         substitute_symbols(&mut body, &|s| rename.get(s).cloned());
-        legality.holds(writes_follow_stores(pm, &written, &body).map_err(why))?;
+        legality.holds(writes_follow_stores(p, pm, &written, &body).map_err(why))?;
         Ok(Fusion {
             producer,
             consumer,
@@ -170,12 +172,21 @@ fn later_reader(g: &Graph, pi: NodeIndex, ci: NodeIndex, t: &str) -> bool {
     })
 }
 
-/// The consumer's writes, each without write-conflict resolution: the store may run a
-/// consumer iteration where the original ran it once, and accumulations would double.
-fn conflict_free_writes(cm: &MapNode) -> Result<Vec<(String, Subset)>, String> {
+/// Whether `data` lives in memory, outside the body that accesses it (not a register, which
+/// a fused chain of element-wise maps holds its intermediates in).
+fn in_memory(p: &Program, data: &str) -> bool {
+    p.data
+        .get(data)
+        .is_some_and(|d| d.storage != Storage::Register)
+}
+
+/// The consumer's writes to memory, each without write-conflict resolution: the store may run
+/// a consumer iteration where the original ran it once, and accumulations would double.
+fn conflict_free_writes(p: &Program, cm: &MapNode) -> Result<Vec<(String, Subset)>, String> {
     let mut out = Vec::new();
     for e in cm.body.edges() {
-        if !matches!(cm.body.node(e.to).kind, NodeKind::Access(_)) {
+        if !matches!(cm.body.node(e.to).kind, NodeKind::Access(_)) || !in_memory(p, &e.memlet.data)
+        {
             continue;
         }
         if e.memlet.wcr.is_some() {
@@ -230,13 +241,18 @@ fn store<'a>(pm: &'a MapNode, t: &str) -> Result<(&'a Node, Vec<SymExpr>), Strin
 /// producer that the stored element depends on: iterations of the producer (which may run in
 /// parallel) that store different elements then write different elements. A consumer that
 /// drops a unit dimension (`T[0, o, c]` read as `T[0, 0, c]`) would not.
-fn writes_follow_stores(pm: &MapNode, written: &[SymExpr], body: &Graph) -> Result<(), String> {
+fn writes_follow_stores(
+    p: &Program,
+    pm: &MapNode,
+    written: &[SymExpr],
+    body: &Graph,
+) -> Result<(), String> {
     let stored: Vec<&String> = (pm.params.iter())
         .map(|q| &q.name)
         .filter(|q| written.iter().any(|e| e.free_symbols().contains(*q)))
         .collect();
     for e in body.edges() {
-        if !matches!(body.node(e.to).kind, NodeKind::Access(_)) {
+        if !matches!(body.node(e.to).kind, NodeKind::Access(_)) || !in_memory(p, &e.memlet.data) {
             continue;
         }
         let used: Vec<String> = (e.memlet.subset.0.iter())

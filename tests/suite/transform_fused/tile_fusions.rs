@@ -12,7 +12,13 @@ use dmove::transform::Params;
 /// `t`, `init_range` its range over the columns, `relu_read` where `relu` reads `t`, and
 /// `extra` more nodes of the top-level graph.
 fn tiled(init_write: &str, init_range: &str, relu_read: &str, extra: &str) -> Program {
-    let text = format!(
+    let text = tiled_text(init_write, init_range, relu_read, extra);
+    parse(&text).expect("parses").program
+}
+
+/// The text of [`tiled`].
+fn tiled_text(init_write: &str, init_range: &str, relu_read: &str, extra: &str) -> String {
+    format!(
         r#"program "prologue"
 
 data acc: f32[4] transient local
@@ -93,8 +99,7 @@ graph {{
   n31 -> n35 y[0:2, 0:8]
 {extra}}}
 "#
-    );
-    parse(&text).expect("parses").program
+    )
 }
 
 /// The map `id` directly inside `kernel`, which keeps its id through both fusions.
@@ -222,4 +227,29 @@ fn refused_where_the_consumer_would_miss_elements_or_is_not_element_wise() {
         NodeId(31),
     );
     assert!(why.contains("not element-wise"), "{why}");
+}
+
+/// The consumer as `MapFusion` leaves an element-wise chain: `relu` then `+ 1` through a
+/// register. The register write belongs to the body, not to memory: it neither becomes a write
+/// of the producer nor stops the fusion.
+#[test]
+fn a_consumer_chained_through_a_register_fuses() {
+    let text = tiled_text("i, j", "0:8", "i, j", "")
+        .replace(
+            "data t: f32[2, 8] transient\n",
+            "data r: f32[] transient register\ndata t: f32[2, 8] transient\n",
+        )
+        .replace(
+            "    n33 tasklet \"relu\" (a) { o = max(a, 0.0) }\n    n34 access y\n    n32 -> n33 t[i, j] -> a\n    n33 -> n34 o -> y[i, j]\n",
+            "    n33 tasklet \"relu\" (a) { o = max(a, 0.0) }\n    n36 access r\n    n37 tasklet \"inc\" (a) { o = a + 1.0 }\n    n34 access y\n    n32 -> n33 t[i, j] -> a\n    n33 -> n36 o -> r[]\n    n36 -> n37 r[] -> a\n    n37 -> n34 o -> y[i, j]\n",
+        );
+    let mut p = parse(&text).expect("parses").program;
+    assert!(p.data.contains_key("r"), "the chain's register is declared");
+    apply_checked(&mut p, "EpilogueFusion", &EPILOGUE, &Params::new());
+    let kernel = nested(&p.graph, NodeId(6));
+    let registers_outside_the_store = (kernel.body.node_indices())
+        .filter(|&i| matches!(&kernel.body.node(i).kind, NodeKind::Access(d) if d == "r"))
+        .count();
+    assert_eq!(registers_outside_the_store, 0);
+    compiled_matches_interpreter(&p);
 }
