@@ -135,8 +135,8 @@ impl EpilogueFusion {
                 .map_err(|r| why(format!("the consumer {r}: it is not element-wise"))),
         )?;
         let outputs = conflict_free_writes(p, cm).map_err(why)?;
-        let (store, written) = store(pm, &t).map_err(why)?;
-        legality.holds(stored_everywhere(p, pm, store, &desc.shape, &t).map_err(why))?;
+        let (store, sm, written) = store(pm, &t).map_err(why)?;
+        legality.holds(stored_everywhere(p, pm, sm, &written, &desc.shape, &t).map_err(why))?;
         legality.holds(ready_before(g, pi, ci, link_node).map_err(why))?;
         let mut rename = BTreeMap::new();
         for (r, w) in read.0.iter().zip(&written) {
@@ -151,7 +151,7 @@ impl EpilogueFusion {
             producer,
             consumer,
             link: g.node(link_node).id,
-            store: store.id,
+            store,
             body,
             outputs,
             scalar: p.fresh_data_name(&format!("{t}_reg")),
@@ -202,7 +202,7 @@ fn conflict_free_writes(p: &Program, cm: &MapNode) -> Result<Vec<(String, Subset
 
 /// The one node inside the producer writing `t` (a map whose tasklets write one element each
 /// iteration), and that element as one index per dimension.
-fn store<'a>(pm: &'a MapNode, t: &str) -> Result<(&'a Node, Vec<SymExpr>), String> {
+fn store<'a>(pm: &'a MapNode, t: &str) -> Result<(NodeId, &'a MapNode, Vec<SymExpr>), String> {
     let body = &pm.body;
     let writers: Vec<NodeIndex> = (body.node_indices())
         .filter(|&i| matches!(&body.node(i).kind, NodeKind::Access(d) if d == t))
@@ -234,7 +234,7 @@ fn store<'a>(pm: &'a MapNode, t: &str) -> Result<(&'a Node, Vec<SymExpr>), Strin
             )),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((node, indices))
+    Ok((node.id, sm, indices))
 }
 
 /// Each of the consumer's writes, moved into the store, still depends on every parameter of the
@@ -274,13 +274,11 @@ fn writes_follow_stores(
 fn stored_everywhere(
     p: &Program,
     pm: &MapNode,
-    store: &Node,
+    sm: &MapNode,
+    written: &[SymExpr],
     shape: &[SymExpr],
     t: &str,
 ) -> Result<(), String> {
-    let NodeKind::Map(sm) = &store.kind else {
-        return Err("the store is not a map".into());
-    };
     let bound = |s: &str| p.symbols.get(s).copied().flatten();
     let dims = (shape.iter())
         .map(|d| {
@@ -294,20 +292,13 @@ fn stored_everywhere(
     let total = total
         .filter(|&n| n <= MAX_ELEMENTS)
         .ok_or_else(|| format!("`{t}` is too large to check that every element is stored"))?;
-    let written = (sm.body.edges())
-        .find(|e| e.memlet.data == t)
-        .map(|e| e.memlet.subset.clone())
-        .ok_or_else(|| format!("the store does not write `{t}`"))?;
     let mut seen = vec![false; total];
     let params: Vec<_> = pm.params.iter().chain(&sm.params).collect();
     let mut env = Env::new();
     let mut visit = |env: &Env| -> Result<(), String> {
         let lookup = |s: &str| env.get(s).copied().or_else(|| bound(s));
         let mut flat = 0usize;
-        for (d, extent) in written.0.iter().zip(&dims) {
-            let Dim::Index(e) = d else {
-                return Err(format!("the store writes a range of `{t}`"));
-            };
+        for (e, extent) in written.iter().zip(&dims) {
             let v = e.eval_with(&lookup).map_err(|e| e.to_string())?;
             let v = usize::try_from(v).ok().filter(|v| v < extent);
             let v = v.ok_or_else(|| format!("the store writes outside `{t}`"))?;
